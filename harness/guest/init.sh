@@ -1,0 +1,80 @@
+#!/bin/busybox sh
+# shellcheck shell=dash
+# /init of every test VM. It reports on the second serial port (/dev/ttyS1) in KTAP, the format of the
+# kernel's KUnit, and leaves the console (/dev/ttyS0) to the kernel's own log.
+/bin/busybox mkdir -p /proc /sys /dev /tmp /run /mnt /usr/bin /usr/sbin /sbin
+/bin/busybox --install -s
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev 2>/dev/null
+mount -t debugfs debugfs /sys/kernel/debug
+mount -t tmpfs tmpfs /tmp
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin
+
+KTAP_OUT=/dev/ttyS1
+KTAP_COUNT=0
+echo "KTAP version 1" >"$KTAP_OUT"
+
+# Report one result: ktap_result PASSED NAME [DIAGNOSTIC]
+ktap_result() {
+	KTAP_COUNT=$((KTAP_COUNT + 1))
+	if [ "$1" = 0 ]; then
+		echo "ok $KTAP_COUNT $2" >"$KTAP_OUT"
+	else
+		echo "not ok $KTAP_COUNT $2${3:+ # $3}" >"$KTAP_OUT"
+	fi
+}
+
+# check NAME COMMAND...: run COMMAND and report it as test NAME; its output goes to the console log.
+check() {
+	name=$1
+	shift
+	out=$("$@" 2>&1)
+	rc=$?
+	[ -n "$out" ] && printf '%s\n' "$out" | sed "s/^/[$name] /" >/dev/kmsg
+	ktap_result "$rc" "$name" "exit status $rc: $(printf '%s' "$out" | tail -n 1)"
+	return $rc
+}
+
+# diag TEXT: a KTAP diagnostic line the host can read (key=value pairs by convention).
+diag() { echo "# $*" >"$KTAP_OUT"; }
+
+# request NAME: ask the host to act (e.g. through QMP); the host answers by acting, so poll for the effect.
+request() { echo "# request: $1" >"$KTAP_OUT"; }
+
+# wait_for SECONDS COMMAND...: poll COMMAND until it succeeds, at most SECONDS.
+wait_for() {
+	limit=$1
+	shift
+	i=0
+	while [ "$i" -lt $((limit * 10)) ]; do
+		"$@" >/dev/null 2>&1 && return 0
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
+
+# Leaks from before the scenario (boot) are not the scenario's.
+[ -e /sys/kernel/debug/kmemleak ] && echo clear >/sys/kernel/debug/kmemleak
+
+echo "guest: scenario starting" >/dev/kmsg
+. /scenario.sh
+echo "guest: scenario finished" >/dev/kmsg
+
+# kmemleak reports only objects older than 5 s, so let the scenario's last frees age before the scan.
+if [ -e /sys/kernel/debug/kmemleak ]; then
+	sleep 6
+	echo scan >/sys/kernel/debug/kmemleak
+	leaks=$(cat /sys/kernel/debug/kmemleak)
+	printf '%s\n' "$leaks" | while IFS= read -r line; do
+		[ -n "$line" ] && echo "kmemleak: $line" >/dev/kmsg
+	done
+	[ -z "$leaks" ]
+	ktap_result $? kmemleak "unreferenced objects, see the console log"
+fi
+
+echo "1..$KTAP_COUNT" >"$KTAP_OUT"
+echo "# guest: done" >"$KTAP_OUT"
+sync
+reboot -f

@@ -1,0 +1,61 @@
+//! Host-side test harness for the project's kernel modules.
+//!
+//! A test describes a [`Scenario`]: one or more QEMU VMs, each with the devices it needs, the modules to
+//! build and put in its initramfs, and a guest shell script. The harness builds the modules against the
+//! project's cached kernel (Kbuild), boots every VM under TCG with a hard time limit, and returns what the
+//! guests reported in KTAP on their second serial port, together with each console log. A scenario fails
+//! when a guest check fails, when a guest does not finish, or when the kernel log shows an Oops, BUG,
+//! WARNING, `DMA-API:` or kmemleak report; every failure names the log file to read.
+//!
+//! ```no_run
+//! use harness::{Scenario, Vm};
+//! let outcome = Scenario::new("smoke")
+//!     .vm(Vm::new("guest").module("modules/smoke").script("check load insmod /modules/rust_smoke.ko"))
+//!     .run()
+//!     .expect("scenario");
+//! outcome.vm("guest").assert_passed("load");
+//! ```
+
+mod env;
+mod initramfs;
+mod kbuild;
+mod kernel_log;
+mod ktap;
+mod qemu;
+mod qmp;
+mod scenario;
+
+pub use env::Env;
+pub use kbuild::build_module;
+pub use kernel_log::{problems, Problem};
+pub use ktap::{Ktap, TestResult};
+pub use qemu::{Drive, Machine, NetBackend, Nic, Vm};
+pub use qmp::Qmp;
+pub use scenario::{Outcome, Scenario, SocketLink, VmOutcome};
+
+/// Harness errors carry a complete message, including the log file to read where there is one.
+#[derive(Debug)]
+pub struct Error(pub String);
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        Error(e.to_string())
+    }
+}
+
+/// Result type of the harness.
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// Builds an [`Error`] from a format string.
+#[macro_export]
+macro_rules! err {
+    ($($arg:tt)*) => { $crate::Error(format!($($arg)*)) };
+}

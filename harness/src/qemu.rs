@@ -1,0 +1,304 @@
+//! A VM's description and the QEMU command line it turns into. TCG only: the machines here have no VT-x.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The QEMU machine type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Machine {
+    /// `pc` (i440FX): the default.
+    Pc,
+    /// `q35` with a PCIe root port per device, for native PCIe hot-unplug.
+    Q35,
+    /// `q35` with `intel-iommu`, so that every DMA goes through IOMMU translation.
+    Q35Iommu,
+}
+
+/// Where a NIC's frames go. Never slirp, tap or bridge: traffic stays inside QEMU or on 127.0.0.1.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NetBackend {
+    /// A QEMU hub inside this VM, by number: NICs on the same hub see each other's frames.
+    Hub(u32),
+    /// Listen on 127.0.0.1:port for the peer VM.
+    SocketListen(u16),
+    /// Connect to a peer VM listening on 127.0.0.1:port.
+    SocketConnect(u16),
+}
+
+/// A network card.
+#[derive(Debug, Clone)]
+pub struct Nic {
+    /// QEMU device model, e.g. `e1000`.
+    pub model: String,
+    /// Where its frames go.
+    pub backend: NetBackend,
+    /// Its MAC address.
+    pub mac: String,
+}
+
+/// A block device behind an NVMe controller.
+#[derive(Debug, Clone)]
+pub enum Drive {
+    /// QEMU's `null-co` driver: reads return zeroes, writes are dropped. For throughput only.
+    Null {
+        /// Size in bytes.
+        size: u64,
+    },
+    /// A raw image file of the given size, created fresh (sparse) for the run.
+    Raw {
+        /// Size in bytes.
+        size: u64,
+    },
+}
+
+/// One VM of a scenario.
+#[derive(Debug, Clone)]
+pub struct Vm {
+    pub(crate) name: String,
+    pub(crate) machine: Machine,
+    pub(crate) cpus: u32,
+    pub(crate) memory_mib: u32,
+    pub(crate) cmdline: Vec<String>,
+    pub(crate) modules: Vec<PathBuf>,
+    pub(crate) kernel_modules: Vec<String>,
+    pub(crate) files: Vec<(String, PathBuf)>,
+    pub(crate) script: String,
+    pub(crate) edu: bool,
+    pub(crate) nics: Vec<Nic>,
+    pub(crate) nvme: Vec<Vec<Drive>>,
+    pub(crate) timeout: Duration,
+}
+
+impl Vm {
+    /// A VM called `name` (its logs are named after it) with 2 vCPUs and 512 MiB.
+    pub fn new(name: &str) -> Vm {
+        Vm {
+            name: name.to_string(),
+            machine: Machine::Pc,
+            cpus: 2,
+            memory_mib: 512,
+            cmdline: Vec::new(),
+            modules: Vec::new(),
+            kernel_modules: Vec::new(),
+            files: Vec::new(),
+            script: String::new(),
+            edu: false,
+            nics: Vec::new(),
+            nvme: Vec::new(),
+            timeout: Duration::from_secs(180),
+        }
+    }
+
+    /// The machine type.
+    pub fn machine(mut self, machine: Machine) -> Vm {
+        self.machine = machine;
+        self
+    }
+
+    /// Number of vCPUs.
+    pub fn cpus(mut self, cpus: u32) -> Vm {
+        self.cpus = cpus;
+        self
+    }
+
+    /// Memory in MiB.
+    pub fn memory_mib(mut self, mib: u32) -> Vm {
+        self.memory_mib = mib;
+        self
+    }
+
+    /// An extra kernel command-line option, e.g. `fail_page_alloc=100,100,0,1`.
+    pub fn cmdline(mut self, option: &str) -> Vm {
+        self.cmdline.push(option.to_string());
+        self
+    }
+
+    /// An out-of-tree module directory (relative to the repository root) to build; its `.ko` files go to
+    /// `/modules/` in the guest.
+    pub fn module(mut self, dir: impl AsRef<Path>) -> Vm {
+        self.modules.push(dir.as_ref().to_path_buf());
+        self
+    }
+
+    /// A module of the kernel build itself (path relative to the build), e.g.
+    /// `drivers/net/ethernet/intel/e1000/e1000.ko`; it goes to `/modules/` in the guest.
+    pub fn kernel_module(mut self, rel: &str) -> Vm {
+        self.kernel_modules.push(rel.to_string());
+        self
+    }
+
+    /// A host file copied to `guest_path`, executable.
+    pub fn file(mut self, guest_path: &str, host: impl AsRef<Path>) -> Vm {
+        self.files
+            .push((guest_path.to_string(), host.as_ref().to_path_buf()));
+        self
+    }
+
+    /// The guest script, run by `/init` with its helpers (`check`, `diag`, `request`, `wait_for`).
+    pub fn script(mut self, script: &str) -> Vm {
+        self.script = script.to_string();
+        self
+    }
+
+    /// Attaches QEMU's `edu` educational PCI device (1234:11e8).
+    pub fn edu(mut self) -> Vm {
+        self.edu = true;
+        self
+    }
+
+    /// Attaches a NIC; its netdev id is `net<N>` in the order NICs were added (for QMP `set_link`).
+    pub fn nic(mut self, model: &str, backend: NetBackend) -> Vm {
+        let n = self.nics.len();
+        let mac = format!("52:54:00:12:{:02x}:{:02x}", name_byte(&self.name), n);
+        self.nics.push(Nic {
+            model: model.to_string(),
+            backend,
+            mac,
+        });
+        self
+    }
+
+    /// Attaches an NVMe controller with one namespace per drive; its QEMU id is `nvme<N>` in the order
+    /// controllers were added (for QMP `device_del`).
+    pub fn nvme(mut self, namespaces: Vec<Drive>) -> Vm {
+        self.nvme.push(namespaces);
+        self
+    }
+
+    /// The hard time limit of this VM.
+    pub fn timeout(mut self, timeout: Duration) -> Vm {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The QEMU arguments for this VM; files it needs are created in `dir`.
+    pub(crate) fn qemu_args(
+        &self,
+        dir: &Path,
+        bzimage: &Path,
+        initrd: &Path,
+    ) -> std::io::Result<Vec<String>> {
+        let path = |name: &str| dir.join(name).display().to_string();
+        let mut append = vec![
+            "console=ttyS0".to_string(),
+            "panic=-1".to_string(),
+            "oops=panic".to_string(),
+            "loglevel=7".to_string(),
+            "kmemleak=on".to_string(),
+        ];
+        append.extend(self.cmdline.iter().cloned());
+        let mut args: Vec<String> = [
+            "-accel",
+            "tcg",
+            "-cpu",
+            "max",
+            "-nodefaults",
+            "-no-reboot",
+            "-display",
+            "none",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let machine = match self.machine {
+            Machine::Pc => "pc",
+            Machine::Q35 => "q35",
+            Machine::Q35Iommu => "q35,kernel-irqchip=split",
+        };
+        args.extend([
+            "-machine".into(),
+            machine.into(),
+            "-smp".into(),
+            self.cpus.to_string(),
+            "-m".into(),
+            format!("{}M", self.memory_mib),
+            "-kernel".into(),
+            bzimage.display().to_string(),
+            "-initrd".into(),
+            initrd.display().to_string(),
+            "-append".into(),
+            append.join(" "),
+            "-serial".into(),
+            format!("file:{}", path("console.log")),
+            "-serial".into(),
+            format!("file:{}", path("results.ktap")),
+            "-qmp".into(),
+            format!("unix:{},server=on,wait=off", path("qmp.sock")),
+        ]);
+        if self.machine == Machine::Q35Iommu {
+            args.extend(["-device".into(), "intel-iommu,intremap=on".into()]);
+        }
+        // On q35 each device sits behind its own PCIe root port, so that it can be hot-unplugged.
+        let mut ports = 0;
+        let mut bus = |args: &mut Vec<String>| -> String {
+            if self.machine == Machine::Pc {
+                return String::new();
+            }
+            ports += 1;
+            args.extend([
+                "-device".into(),
+                format!("pcie-root-port,id=rp{ports},chassis={ports},slot={ports}"),
+            ]);
+            format!(",bus=rp{ports}")
+        };
+        if self.edu {
+            let b = bus(&mut args);
+            args.extend(["-device".into(), format!("edu,id=edu0{b}")]);
+        }
+        for (i, nic) in self.nics.iter().enumerate() {
+            let netdev = match &nic.backend {
+                NetBackend::Hub(hub) => format!("hubport,id=net{i},hubid={hub}"),
+                NetBackend::SocketListen(port) => {
+                    format!("socket,id=net{i},listen=127.0.0.1:{port}")
+                }
+                NetBackend::SocketConnect(port) => {
+                    format!("socket,id=net{i},connect=127.0.0.1:{port}")
+                }
+            };
+            let b = bus(&mut args);
+            args.extend([
+                "-netdev".into(),
+                netdev,
+                "-device".into(),
+                format!("{},id=nic{i},netdev=net{i},mac={}{b}", nic.model, nic.mac),
+            ]);
+        }
+        for (c, drives) in self.nvme.iter().enumerate() {
+            let b = bus(&mut args);
+            args.extend([
+                "-device".into(),
+                format!("nvme,id=nvme{c},serial=rdd{c:04}{b}"),
+            ]);
+            for (n, drive) in drives.iter().enumerate() {
+                let id = format!("nvme{c}n{}", n + 1);
+                let blockdev = match drive {
+                    Drive::Null { size } => {
+                        format!("driver=null-co,node-name={id},size={size},read-zeroes=on")
+                    }
+                    Drive::Raw { size } => {
+                        let image = dir.join(format!("{id}.img"));
+                        let f = std::fs::File::create(&image)?;
+                        f.set_len(*size)?;
+                        format!(
+                            "driver=raw,node-name={id},file.driver=file,file.filename={},file.aio=threads,cache.direct=off",
+                            image.display()
+                        )
+                    }
+                };
+                args.extend([
+                    "-blockdev".into(),
+                    blockdev,
+                    "-device".into(),
+                    format!("nvme-ns,drive={id},bus=nvme{c},nsid={}", n + 1),
+                ]);
+            }
+        }
+        Ok(args)
+    }
+}
+
+/// A byte derived from a VM's name, so that two VMs of a scenario get different MAC addresses.
+fn name_byte(name: &str) -> u8 {
+    name.bytes()
+        .fold(0u8, |acc, b| acc.wrapping_mul(31).wrapping_add(b))
+}

@@ -1,0 +1,75 @@
+//! A minimal client of QEMU's machine protocol (QMP) over the VM's unix socket.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::Duration;
+
+use crate::{err, Result};
+
+/// A QMP session, past capability negotiation.
+pub struct Qmp {
+    reader: BufReader<UnixStream>,
+    writer: UnixStream,
+}
+
+impl Qmp {
+    /// Connects to the socket at `path` and enters command mode.
+    pub fn connect(path: &Path) -> Result<Qmp> {
+        let stream = UnixStream::connect(path)
+            .map_err(|e| err!("cannot connect to QMP at {}: {e}", path.display()))?;
+        stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+        let mut qmp = Qmp {
+            reader: BufReader::new(stream.try_clone()?),
+            writer: stream,
+        };
+        let greeting = qmp.read_line()?;
+        if !greeting.contains("\"QMP\"") {
+            return Err(err!("{}: not a QMP greeting: {greeting}", path.display()));
+        }
+        qmp.execute("qmp_capabilities", "{}")?;
+        Ok(qmp)
+    }
+
+    /// Runs `command` with `arguments` (a JSON object) and returns the JSON text of its `return` value.
+    /// Asynchronous events that arrive meanwhile are skipped.
+    pub fn execute(&mut self, command: &str, arguments: &str) -> Result<String> {
+        writeln!(
+            self.writer,
+            r#"{{"execute":"{command}","arguments":{arguments}}}"#
+        )?;
+        loop {
+            let line = self.read_line()?;
+            if let Some(pos) = line.find("\"return\"") {
+                return Ok(line[pos + "\"return\"".len()..]
+                    .trim_start_matches([' ', ':'])
+                    .trim_end()
+                    .trim_end_matches('}')
+                    .to_string());
+            }
+            if line.contains("\"error\"") {
+                return Err(err!("QMP {command} failed: {line}"));
+            }
+        }
+    }
+
+    /// `set_link`: takes the link of netdev `name` (e.g. `net0`) down or up.
+    pub fn set_link(&mut self, name: &str, up: bool) -> Result<()> {
+        self.execute("set_link", &format!(r#"{{"name":"{name}","up":{up}}}"#))
+            .map(drop)
+    }
+
+    /// `device_del`: asks the guest to release device `id` (e.g. `nvme1`).
+    pub fn device_del(&mut self, id: &str) -> Result<()> {
+        self.execute("device_del", &format!(r#"{{"id":"{id}"}}"#))
+            .map(drop)
+    }
+
+    fn read_line(&mut self) -> Result<String> {
+        let mut line = String::new();
+        if self.reader.read_line(&mut line)? == 0 {
+            return Err(err!("QMP connection closed"));
+        }
+        Ok(line)
+    }
+}

@@ -1,0 +1,380 @@
+//! A scenario: VMs booted together, their guests' reports and kernel logs checked.
+
+use std::fmt::Write as _;
+use std::fs::File;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::initramfs::Initramfs;
+use crate::qemu::NetBackend;
+use crate::{build_module, err, problems, Env, Ktap, Qmp, Result, Vm};
+
+/// The guest's `/init`: mounts, KTAP helpers, runs `/scenario.sh`, checks kmemleak, reboots.
+const GUEST_INIT: &str = include_str!("../guest/init.sh");
+
+/// What the host does when a guest asks (`request NAME` in the guest script).
+type Handler = Box<dyn FnMut(&mut Qmp) -> Result<()> + Send>;
+
+/// One or more VMs, booted together and checked together.
+pub struct Scenario {
+    name: String,
+    vms: Vec<Vm>,
+    handlers: Vec<(String, String, Handler)>,
+}
+
+/// A `-netdev socket` pair on 127.0.0.1 between two VMs of a scenario.
+#[derive(Debug, Clone, Copy)]
+pub struct SocketLink {
+    port: u16,
+}
+
+impl SocketLink {
+    /// A link on a port that is free now.
+    pub fn new() -> Result<SocketLink> {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        Ok(SocketLink {
+            port: listener.local_addr()?.port(),
+        })
+    }
+
+    /// The listening end.
+    pub fn listen(&self) -> NetBackend {
+        NetBackend::SocketListen(self.port)
+    }
+
+    /// The connecting end.
+    pub fn connect(&self) -> NetBackend {
+        NetBackend::SocketConnect(self.port)
+    }
+}
+
+/// What one VM left behind.
+#[derive(Debug, Clone)]
+pub struct VmOutcome {
+    /// The VM's name.
+    pub name: String,
+    /// Its serial console (the kernel log).
+    pub console_log: PathBuf,
+    /// Its KTAP results.
+    pub ktap: Ktap,
+    /// The console log's text.
+    pub console: String,
+}
+
+impl VmOutcome {
+    /// Panics unless the guest reported `name` as passed.
+    pub fn assert_passed(&self, name: &str) {
+        match self.ktap.result(name) {
+            Some(r) if r.ok => {}
+            Some(r) => panic!(
+                "{}: {name} failed: {:?}; see {}",
+                self.name,
+                r.directive,
+                self.console_log.display()
+            ),
+            None => panic!(
+                "{}: no result {name}; see {}",
+                self.name,
+                self.console_log.display()
+            ),
+        }
+    }
+
+    /// A `# key=value` diagnostic the guest reported, or a panic naming the log.
+    pub fn diagnostic(&self, key: &str) -> &str {
+        self.ktap.diagnostic(key).unwrap_or_else(|| {
+            panic!(
+                "{}: the guest reported no {key}=; see {}",
+                self.name,
+                self.console_log.display()
+            )
+        })
+    }
+}
+
+/// What a scenario left behind, one entry per VM.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// Every VM's outcome, in the order the VMs were added.
+    pub vms: Vec<VmOutcome>,
+}
+
+impl Outcome {
+    /// The outcome of the VM called `name`.
+    pub fn vm(&self, name: &str) -> &VmOutcome {
+        self.vms
+            .iter()
+            .find(|v| v.name == name)
+            .unwrap_or_else(|| panic!("no VM called {name} in this scenario"))
+    }
+}
+
+struct Running {
+    vm: Vm,
+    dir: PathBuf,
+    child: Child,
+    started: Instant,
+    timed_out: bool,
+    exited: bool,
+    requests_seen: usize,
+    qmp: Option<Qmp>,
+}
+
+impl Scenario {
+    /// A scenario called `name`; its logs go to `runs/<name>/<vm>/`.
+    pub fn new(name: &str) -> Scenario {
+        Scenario {
+            name: name.to_string(),
+            vms: Vec::new(),
+            handlers: Vec::new(),
+        }
+    }
+
+    /// Adds a VM.
+    pub fn vm(mut self, vm: Vm) -> Scenario {
+        self.vms.push(vm);
+        self
+    }
+
+    /// When the guest of VM `vm` writes `request NAME`, runs `action` with that VM's QMP session.
+    pub fn on_request(
+        mut self,
+        vm: &str,
+        request: &str,
+        action: impl FnMut(&mut Qmp) -> Result<()> + Send + 'static,
+    ) -> Scenario {
+        self.handlers
+            .push((vm.to_string(), request.to_string(), Box::new(action)));
+        self
+    }
+
+    /// Builds, boots and waits for every VM, then checks what they left. `Err` carries a message naming
+    /// every failed check, every kernel problem report and the log files to read.
+    pub fn run(mut self) -> Result<Outcome> {
+        // Two cores: VMs of different tests take turns.
+        static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+        let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+
+        let env = Env::get()?;
+        let top = env.run_dir(&self.name);
+        let _ = std::fs::remove_dir_all(&top);
+        let mut running = Vec::new();
+        // Listening ends first, so that connecting ends find them.
+        let mut vms = std::mem::take(&mut self.vms);
+        vms.sort_by_key(|vm| {
+            !vm.nics
+                .iter()
+                .any(|n| matches!(n.backend, NetBackend::SocketListen(_)))
+        });
+        for vm in vms {
+            running.push(self.start(env, &top, vm)?);
+        }
+        self.supervise(&mut running)?;
+        self.conclude(running)
+    }
+
+    fn start(&self, env: &Env, top: &Path, vm: Vm) -> Result<Running> {
+        let dir = top.join(&vm.name);
+        std::fs::create_dir_all(&dir)?;
+        let initrd = dir.join("initramfs.cpio");
+        self.initramfs(env, &vm, &initrd)?;
+        let args = vm.qemu_args(&dir, &env.bzimage(), &initrd)?;
+        std::fs::write(dir.join("qemu.cmdline"), shell_words(&args))?;
+        let log = File::create(dir.join("qemu.log"))?;
+        let child = Command::new("qemu-system-x86_64")
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .map_err(|e| err!("cannot start qemu-system-x86_64 (run scripts/setup.sh): {e}"))?;
+        for nic in &vm.nics {
+            if let NetBackend::SocketListen(port) = nic.backend {
+                wait_listening(port, Duration::from_secs(20)).map_err(|e| {
+                    err!("{}: {e}; see {}", vm.name, dir.join("qemu.log").display())
+                })?;
+            }
+        }
+        Ok(Running {
+            vm,
+            dir,
+            child,
+            started: Instant::now(),
+            timed_out: false,
+            exited: false,
+            requests_seen: 0,
+            qmp: None,
+        })
+    }
+
+    fn initramfs(&self, env: &Env, vm: &Vm, out: &Path) -> Result<()> {
+        let mut ramfs = Initramfs::new();
+        for d in ["bin", "sbin", "dev", "modules", "usr", "usr/bin"] {
+            ramfs.dir(d);
+        }
+        ramfs.host_file("bin/busybox", 0o755, Path::new("/bin/busybox"))?;
+        ramfs.file("init", 0o755, GUEST_INIT.as_bytes());
+        ramfs.file("scenario.sh", 0o644, vm.script.as_bytes());
+        for dir in &vm.modules {
+            for ko in build_module(dir)? {
+                let name = ko.file_name().unwrap().to_string_lossy().into_owned();
+                ramfs.host_file(&format!("modules/{name}"), 0o644, &ko)?;
+            }
+        }
+        for rel in &vm.kernel_modules {
+            let ko = env.kernel_module(rel);
+            let name = ko.file_name().unwrap().to_string_lossy().into_owned();
+            ramfs.host_file(&format!("modules/{name}"), 0o644, &ko)?;
+        }
+        for (guest, host) in &vm.files {
+            ramfs.host_file(guest, 0o755, host)?;
+        }
+        ramfs.write_to(out)
+    }
+
+    /// Waits for every VM to exit, each within its own time limit, answering the guests' requests.
+    fn supervise(&mut self, running: &mut [Running]) -> Result<()> {
+        while running.iter().any(|r| !r.exited) {
+            for r in running.iter_mut().filter(|r| !r.exited) {
+                if r.child.try_wait()?.is_some() {
+                    r.exited = true;
+                } else if r.started.elapsed() > r.vm.timeout {
+                    r.timed_out = true;
+                    let _ = r.child.kill();
+                    let _ = r.child.wait();
+                    r.exited = true;
+                }
+                self.answer_requests(r)?;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Ok(())
+    }
+
+    fn answer_requests(&mut self, r: &mut Running) -> Result<()> {
+        let text = std::fs::read_to_string(r.dir.join("results.ktap")).unwrap_or_default();
+        let ktap = Ktap::parse(&text);
+        let requests: Vec<String> = ktap
+            .requests()
+            .skip(r.requests_seen)
+            .map(str::to_string)
+            .collect();
+        for request in requests {
+            r.requests_seen += 1;
+            if r.exited {
+                continue;
+            }
+            let handler = self
+                .handlers
+                .iter_mut()
+                .find(|(vm, name, _)| *vm == r.vm.name && *name == request)
+                .ok_or_else(|| {
+                    err!(
+                        "{}: the guest asked for '{request}', which the scenario does not handle",
+                        r.vm.name
+                    )
+                })?;
+            if r.qmp.is_none() {
+                r.qmp = Some(Qmp::connect(&r.dir.join("qmp.sock"))?);
+            }
+            (handler.2)(r.qmp.as_mut().expect("connected above"))
+                .map_err(|e| err!("{}: request '{request}': {e}", r.vm.name))?;
+        }
+        Ok(())
+    }
+
+    fn conclude(&self, running: Vec<Running>) -> Result<Outcome> {
+        let mut report = String::new();
+        let mut outcome = Outcome { vms: Vec::new() };
+        for r in running {
+            let console_log = r.dir.join("console.log");
+            let console = String::from_utf8_lossy(&std::fs::read(&console_log).unwrap_or_default())
+                .into_owned();
+            let ktap = Ktap::parse(
+                &std::fs::read_to_string(r.dir.join("results.ktap")).unwrap_or_default(),
+            );
+            let name = &r.vm.name;
+            let mut failures = Vec::new();
+            if r.timed_out {
+                failures.push(format!("timed out after {} s", r.vm.timeout.as_secs()));
+            } else if !ktap.complete() {
+                failures.push(format!(
+                    "the guest did not finish ({} results, plan {:?}); QEMU's own messages are in {}",
+                    ktap.results.len(),
+                    ktap.plan,
+                    r.dir.join("qemu.log").display()
+                ));
+            }
+            for t in ktap.results.iter().filter(|t| !t.ok) {
+                failures.push(format!(
+                    "check '{}' failed: {}",
+                    t.name,
+                    t.directive.as_deref().unwrap_or("")
+                ));
+            }
+            for p in problems(&console) {
+                failures.push(format!("{} report at line {}: {}", p.kind, p.line, p.text));
+            }
+            if !failures.is_empty() {
+                let _ = writeln!(
+                    report,
+                    "scenario {} VM {name}: see {}",
+                    self.name,
+                    console_log.display()
+                );
+                for f in failures {
+                    let _ = writeln!(report, "  - {f}");
+                }
+            }
+            outcome.vms.push(VmOutcome {
+                name: name.clone(),
+                console_log,
+                ktap,
+                console,
+            });
+        }
+        if report.is_empty() {
+            Ok(outcome)
+        } else {
+            Err(err!("{report}"))
+        }
+    }
+}
+
+/// Waits until something listens on 127.0.0.1:`port` (read from /proc/net/tcp, so as not to take the one
+/// connection QEMU accepts).
+fn wait_listening(port: u16, limit: Duration) -> Result<()> {
+    let needle = format!("0100007F:{port:04X}");
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        let tcp = std::fs::read_to_string("/proc/net/tcp")?;
+        if tcp.lines().any(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.len() > 3 && f[1] == needle && f[3] == "0A"
+        }) {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Err(err!(
+        "QEMU did not listen on 127.0.0.1:{port} within {} s",
+        limit.as_secs()
+    ))
+}
+
+fn shell_words(args: &[String]) -> String {
+    let mut s = String::from("qemu-system-x86_64");
+    for a in args {
+        s.push(' ');
+        if a.contains([' ', ',', '=']) {
+            let _ = write!(s, "'{a}'");
+        } else {
+            s.push_str(a);
+        }
+    }
+    s.push('\n');
+    s
+}

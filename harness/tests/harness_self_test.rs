@@ -1,0 +1,72 @@
+//! Tests of the harness itself: failures in the guest or in the kernel log must fail a scenario with a
+//! message that says what failed and where the log is.
+
+use harness::{Scenario, Vm};
+
+#[test]
+fn a_failing_guest_check_fails_the_scenario_and_names_the_log() {
+    let err = Scenario::new("self-test-failing-check")
+        .vm(Vm::new("guest").script(
+            "check passes true\ncheck deliberately-fails sh -c 'echo expected failure; exit 3'\n",
+        ))
+        .run()
+        .expect_err("a failing check must fail the scenario");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("check 'deliberately-fails' failed: exit status 3: expected failure"),
+        "{msg}"
+    );
+    assert!(!msg.contains("'passes'"), "{msg}");
+    assert!(
+        msg.contains("runs/self-test-failing-check/guest/console.log"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn a_kernel_warning_fails_the_scenario() {
+    // Writing to /dev/kmsg puts the line in the kernel log exactly as a real report would appear.
+    let err = Scenario::new("self-test-kernel-warning")
+        .vm(Vm::new("guest").script(
+            "check says-warning sh -c 'echo \"WARNING: CPU: 0 PID: 1 at self-test\" >/dev/kmsg'\n",
+        ))
+        .run()
+        .expect_err("a WARNING in the kernel log must fail the scenario");
+    let msg = err.to_string();
+    assert!(msg.contains("WARNING report at line"), "{msg}");
+    assert!(msg.contains("console.log"), "{msg}");
+}
+
+#[test]
+fn a_guest_that_does_not_finish_fails_the_scenario() {
+    let err = Scenario::new("self-test-timeout")
+        .vm(Vm::new("guest")
+            .script("check before-hang true\nsleep 1000\n")
+            .timeout(std::time::Duration::from_secs(40)))
+        .run()
+        .expect_err("a guest past its time limit must fail the scenario");
+    assert!(err.to_string().contains("timed out after 40 s"), "{err}");
+}
+
+#[test]
+fn qmp_requests_reach_qemu() {
+    // The guest asks the host to take its NIC's link down, then up, and sees the carrier follow.
+    let script = r#"
+check load-e1000 insmod /modules/e1000.ko
+ip link set eth0 up
+check carrier-up wait_for 20 grep -qx 1 /sys/class/net/eth0/carrier
+request link-down
+check carrier-down wait_for 20 grep -qx 0 /sys/class/net/eth0/carrier
+request link-up
+check carrier-up-again wait_for 20 grep -qx 1 /sys/class/net/eth0/carrier
+"#;
+    Scenario::new("self-test-qmp")
+        .vm(Vm::new("guest")
+            .kernel_module("drivers/net/ethernet/intel/e1000/e1000.ko")
+            .nic("e1000", harness::NetBackend::Hub(0))
+            .script(script))
+        .on_request("guest", "link-down", |qmp| qmp.set_link("net0", false))
+        .on_request("guest", "link-up", |qmp| qmp.set_link("net0", true))
+        .run()
+        .unwrap_or_else(|e| panic!("{e}"));
+}

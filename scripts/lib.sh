@@ -1,0 +1,83 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2034  # the variables are for the scripts that source this file
+# Shared paths and helpers for the project's scripts. Sourced, never run.
+#
+# Everything built or downloaded lives in a cache outside the repository, so that clones share it:
+#   $CACHE/tools     bindgen, libclang, cargo-generate
+#   $CACHE/debs      downloaded linux-source-*.deb
+#   $CACHE/src       unpacked kernel trees, one per package version
+#   $CACHE/build     kernel builds, one directory per key (source version, config fragment, toolchain)
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CACHE=${RDD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rust-dma-drivers}
+TOOLS=$CACHE/tools
+
+# The kernel's Rust toolchain: Debian's rustc-web with its library source. rustup's rustc comes first in PATH
+# and has no rust-src, so the kernel is always told which one to use.
+KRUSTC=/usr/bin/rustc
+KRUSTDOC=/usr/bin/rustdoc
+BINDGEN=$TOOLS/bin/bindgen
+LIBCLANG_DIR=$TOOLS/libclang
+CARGO_GENERATE=$TOOLS/bin/cargo-generate
+
+BINDGEN_VERSION=0.73.2
+LIBCLANG_WHEEL_VERSION=18.1.1
+CARGO_GENERATE_VERSION=0.26.0
+
+# Bump when the way the kernel is built changes in a way the inputs below do not show.
+BUILD_RECIPE=1
+
+log() { printf '\033[1m[setup]\033[0m %s\n' "$*" >&2; }
+warn() { printf '\033[1;33m[setup] warning:\033[0m %s\n' "$*" >&2; }
+die() {
+	printf '\033[1;31m[setup] error:\033[0m %s\n' "$*" >&2
+	exit 1
+}
+
+# Lines of kernel/sources.conf as "package version role", comments stripped.
+source_pins() {
+	sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$ROOT/kernel/sources.conf"
+}
+
+# The version of PACKAGE actually in the cache (the pin, or the fallback chosen when the pin was gone).
+source_version() {
+	local pkg=$1
+	[ -f "$CACHE/src/$pkg.version" ] || return 1
+	cat "$CACHE/src/$pkg.version"
+}
+
+# Directory of the unpacked tree of PACKAGE.
+source_dir() {
+	local pkg=$1 ver
+	ver=$(source_version "$pkg") || return 1
+	printf '%s/src/%s_%s\n' "$CACHE" "$pkg" "$ver"
+}
+
+# The package that is built (role "build").
+build_package() {
+	source_pins | awk '$3 == "build" { print $1; exit }'
+}
+
+# Key of the kernel build: everything that determines its output.
+kernel_build_key() {
+	local pkg
+	pkg=$(build_package)
+	{
+		echo "recipe $BUILD_RECIPE"
+		echo "source $pkg $(source_version "$pkg")"
+		cat "$ROOT/kernel/rust.config"
+		"$KRUSTC" -vV
+		"$BINDGEN" --version
+		sha256sum <"$LIBCLANG_DIR/libclang.so"
+		gcc --version | head -n 1
+	} | sha256sum | cut -c1-16
+}
+
+kernel_build_dir() {
+	printf '%s/build/%s\n' "$CACHE" "$(kernel_build_key)"
+}
+
+# make variables that select the kernel's Rust toolchain.
+kernel_make_vars() {
+	printf '%s\n' "RUSTC=$KRUSTC" "HOSTRUSTC=$KRUSTC" "RUSTDOC=$KRUSTDOC" "BINDGEN=$BINDGEN"
+}

@@ -1,0 +1,211 @@
+#!/usr/bin/env bash
+# Installs everything the project needs and builds the Rust-enabled kernel. Idempotent: a re-run with
+# everything up to date only checks, and says so.
+#
+#   scripts/setup.sh            all steps
+#   scripts/setup.sh --quiet    the same, without the final summary
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+QUIET=0
+[ "${1:-}" = --quiet ] && QUIET=1
+
+APT_PACKAGES=(
+	build-essential bc flex bison libelf-dev libssl-dev cpio xz-utils kmod python3 unzip
+	rustc-web rust-web-src
+	qemu-system-x86 busybox-static
+	shellcheck
+)
+
+step_apt() {
+	local missing=() p
+	for p in "${APT_PACKAGES[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	log "installing Debian packages: ${missing[*]}"
+	local sudo=()
+	[ "$(id -u)" -eq 0 ] || sudo=(sudo)
+	"${sudo[@]}" apt-get update -q
+	DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+step_bindgen() {
+	if [ -x "$BINDGEN" ] && "$BINDGEN" --version 2>/dev/null | grep -qF "$BINDGEN_VERSION"; then
+		return 0
+	fi
+	log "building bindgen-cli $BINDGEN_VERSION (about a minute)"
+	cargo install --locked --quiet --root "$TOOLS" "bindgen-cli@$BINDGEN_VERSION"
+}
+
+step_libclang() {
+	local stamp=$LIBCLANG_DIR/.version
+	if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$LIBCLANG_WHEEL_VERSION" ] && [ -f "$LIBCLANG_DIR/libclang.so" ]; then
+		return 0
+	fi
+	log "fetching libclang $LIBCLANG_WHEEL_VERSION (bookworm's libclang 14 is older than the kernel accepts)"
+	local tmp
+	tmp=$(mktemp -d)
+	python3 -m pip download --quiet --no-deps --only-binary=:all: --dest "$tmp" \
+		"libclang==$LIBCLANG_WHEEL_VERSION"
+	mkdir -p "$LIBCLANG_DIR"
+	unzip -q -o -j "$tmp"/libclang-*.whl '*/clang/native/libclang.so' -d "$LIBCLANG_DIR"
+	rm -rf "$tmp"
+	echo "$LIBCLANG_WHEEL_VERSION" >"$stamp"
+}
+
+step_cargo_generate() {
+	if [ -x "$CARGO_GENERATE" ] && "$CARGO_GENERATE" --version 2>/dev/null | grep -qF "$CARGO_GENERATE_VERSION"; then
+		return 0
+	fi
+	# 0.26 needs a newer rustc than stable here; path templates are all the project uses.
+	log "building cargo-generate $CARGO_GENERATE_VERSION with the nightly toolchain (about three minutes)"
+	cargo +nightly install --locked --quiet --no-default-features --root "$TOOLS" \
+		"cargo-generate@$CARGO_GENERATE_VERSION"
+}
+
+# apt-get or apt-cache (first argument) with the project's private source list.
+apt_private() {
+	local tool=$1 state=$CACHE/apt
+	shift
+	"$tool" -q -o APT::Sandbox::User=root -o "Dir::Etc::sourcelist=$ROOT/kernel/apt-sources.list" -o Dir::Etc::sourceparts=/dev/null \
+		-o "Dir::State::Lists=$state/lists" -o "Dir::Cache::archives=$state/archives" \
+		-o "Dir::Cache=$state/cache" "$@"
+}
+
+APT_PRIVATE_UPDATED=0
+apt_private_update() {
+	[ "$APT_PRIVATE_UPDATED" = 1 ] && return 0
+	mkdir -p "$CACHE/apt/lists/partial" "$CACHE/apt/archives/partial" "$CACHE/apt/cache"
+	log "reading Debian's package lists for the kernel sources"
+	apt_private apt-get update >/dev/null
+	APT_PRIVATE_UPDATED=1
+}
+
+# Download and unpack one kernel source package at its pinned version, or at the newest of the same
+# series when Debian has pruned the pin.
+fetch_source() {
+	local pkg=$1 pin=$2 ver dir tarball tmp
+	if ver=$(source_version "$pkg") && [ -f "$(source_dir "$pkg")/.unpacked" ]; then
+		[ "$ver" = "$pin" ] || warn "$pkg: using $ver from the cache; the pinned $pin was not available"
+		return 0
+	fi
+	apt_private_update
+	ver=$pin
+	if ! apt_private apt-cache show "$pkg=$pin" >/dev/null 2>&1; then
+		ver=$(apt_private apt-cache madison "$pkg" | awk -F'|' '{gsub(/ /, "", $2); print $2}' |
+			sort -V | tail -n 1)
+		[ -n "$ver" ] || die "$pkg is not available from any suite in kernel/apt-sources.list"
+		warn "$pkg $pin (pinned in kernel/sources.conf) is gone from Debian; falling back to the newest, $ver"
+	fi
+	mkdir -p "$CACHE/debs" "$CACHE/src"
+	log "downloading $pkg $ver"
+	(cd "$CACHE/debs" && apt_private apt-get download "$pkg=$ver" >/dev/null)
+	dir=$CACHE/src/${pkg}_$ver
+	tmp=$(mktemp -d)
+	log "unpacking $pkg $ver"
+	dpkg-deb -x "$CACHE/debs/${pkg}_${ver//:/%3a}_all.deb" "$tmp"
+	tarball=$(find "$tmp/usr/src" -maxdepth 1 -name 'linux-source-*.tar.*' | head -n 1)
+	[ -n "$tarball" ] || die "$pkg $ver has no source tarball in /usr/src"
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	tar -xf "$tarball" -C "$dir" --strip-components=1
+	rm -rf "$tmp"
+	touch "$dir/.unpacked"
+	echo "$ver" >"$CACHE/src/$pkg.version"
+}
+
+step_sources() {
+	local pkg pin _role
+	while read -r pkg pin _role; do
+		fetch_source "$pkg" "$pin"
+	done < <(source_pins)
+}
+
+# Run make, showing one progress line every 20 s instead of thousands of compiler lines; the whole output
+# goes to LOG and its tail is shown on failure.
+make_with_progress() {
+	local what=$1 log=$2
+	shift 2
+	local start=$SECONDS
+	"$@" >"$log" 2>&1 &
+	local pid=$!
+	while kill -0 "$pid" 2>/dev/null; do
+		sleep 20 &
+		wait $! || true
+		kill -0 "$pid" 2>/dev/null || break
+		log "$what: $(grep -cE '^  (CC|RUSTC|AS|LD|AR|BINDGEN|EXPORTS)' "$log" || true) steps, $((SECONDS - start)) s"
+	done
+	if ! wait "$pid"; then
+		tail -n 40 "$log" >&2
+		die "$what failed; the whole log is $log"
+	fi
+	log "$what: done in $((SECONDS - start)) s"
+}
+
+step_kernel() {
+	local pkg src build
+	pkg=$(build_package)
+	src=$(source_dir "$pkg")
+	build=$(kernel_build_dir)
+	if [ -f "$build/.complete" ]; then
+		return 0
+	fi
+	local -a vars
+	mapfile -t vars < <(kernel_make_vars)
+	export LIBCLANG_PATH=$LIBCLANG_DIR
+	rm -rf "$build"
+	mkdir -p "$build"
+	log "configuring $pkg $(source_version "$pkg") in $build"
+	make -s -C "$src" O="$build" "${vars[@]}" tinyconfig >/dev/null
+	(cd "$build" && "$src/scripts/kconfig/merge_config.sh" -m -O "$build" .config "$ROOT/kernel/rust.config" >/dev/null)
+	make -s -C "$src" O="$build" "${vars[@]}" olddefconfig >/dev/null
+	check_config "$build/.config"
+	make -s -C "$src" O="$build" "${vars[@]}" rustavailable >/dev/null ||
+		die "the kernel does not accept this Rust toolchain: run 'make -C $src O=$build rustavailable' to see why"
+	make_with_progress "kernel build" "$build/build.log" \
+		make -C "$src" O="$build" "${vars[@]}" -j"$(($(nproc) + 1))" bzImage modules
+	if grep -qE '(^|: )warning:' "$build/build.log"; then
+		warn "the kernel build printed warnings: grep warning: $build/build.log"
+	fi
+	touch "$build/.complete"
+}
+
+# Every option the fragment asks for must have survived olddefconfig, or some test would later fail for a
+# reason far from its cause.
+check_config() {
+	local config=$1 line name want got bad=0
+	while IFS= read -r line; do
+		case $line in
+		CONFIG_*=*) ;;
+		*) continue ;;
+		esac
+		name=${line%%=*}
+		want=${line#*=}
+		got=$(grep -E "^$name=|^# $name is not set" "$config" || true)
+		if [ "$want" = n ]; then
+			case $got in "$name="[ym]) warn "$name=n was asked for but is ${got#*=}" && bad=1 ;; esac
+		elif [ "$got" != "$line" ]; then
+			warn "$name=$want was asked for, but the config has '${got:-nothing}' (a dependency is missing)"
+			bad=1
+		fi
+	done <"$ROOT/kernel/rust.config"
+	[ "$bad" = 0 ] || die "kernel/rust.config does not apply cleanly; see the warnings above"
+}
+
+main() {
+	local start=$SECONDS
+	mkdir -p "$CACHE" "$TOOLS"
+	step_apt
+	step_bindgen
+	step_libclang
+	step_sources
+	step_kernel
+	step_cargo_generate
+	if [ "$QUIET" = 0 ]; then
+		log "ready in $((SECONDS - start)) s: kernel $(kernel_build_dir)"
+	fi
+}
+
+main
