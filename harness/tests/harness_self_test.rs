@@ -42,10 +42,10 @@ fn a_guest_that_does_not_finish_fails_the_scenario() {
     let err = Scenario::new("self-test-timeout")
         .vm(Vm::new("guest")
             .script("check before-hang true\nsleep 1000\n")
-            .timeout(std::time::Duration::from_secs(40)))
+            .timeout(std::time::Duration::from_secs(25)))
         .run()
         .expect_err("a guest past its time limit must fail the scenario");
-    assert!(err.to_string().contains("timed out after 40 s"), "{err}");
+    assert!(err.to_string().contains("timed out after 25 s"), "{err}");
 }
 
 #[test]
