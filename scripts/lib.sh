@@ -16,6 +16,7 @@ TOOLS=$CACHE/tools
 # and has no rust-src, so the kernel is always told which one to use.
 KRUSTC=/usr/bin/rustc
 KRUSTDOC=/usr/bin/rustdoc
+KCLIPPY=/usr/bin/clippy-driver
 BINDGEN=$TOOLS/bin/bindgen
 LIBCLANG_DIR=$TOOLS/libclang
 CARGO_GENERATE=$TOOLS/bin/cargo-generate
@@ -79,5 +80,5 @@ kernel_build_dir() {
 
 # make variables that select the kernel's Rust toolchain.
 kernel_make_vars() {
-	printf '%s\n' "RUSTC=$KRUSTC" "HOSTRUSTC=$KRUSTC" "RUSTDOC=$KRUSTDOC" "BINDGEN=$BINDGEN"
+	printf '%s\n' "RUSTC=$KRUSTC" "HOSTRUSTC=$KRUSTC" "RUSTDOC=$KRUSTDOC" "CLIPPY_DRIVER=$KCLIPPY" "BINDGEN=$BINDGEN"
 }

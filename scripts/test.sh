@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Every test: sets up whatever is missing, checks the scripts, then runs the harness's scenarios.
+# Every test: sets up whatever is missing, runs the static checks, then the harness's scenarios.
 # Extra arguments go to `cargo test` (e.g. a test name).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
 scripts/setup.sh --quiet
 echo "[test] set-up checked in $((SECONDS - start)) s"
-shellcheck -S warning scripts/*.sh .ci/run harness/guest/*.sh
+scripts/lint.sh
 cargo test --release --workspace -- "$@"
 echo "[test] all done in $((SECONDS - start)) s"

@@ -24,6 +24,7 @@ mod ktap;
 mod qemu;
 mod qmp;
 mod scenario;
+mod template;
 
 pub use env::Env;
 pub use kbuild::build_module;
@@ -32,6 +33,7 @@ pub use ktap::{Ktap, TestResult};
 pub use qemu::{Drive, Machine, NetBackend, Nic, Vm};
 pub use qmp::Qmp;
 pub use scenario::{Outcome, Scenario, SocketLink, VmOutcome};
+pub use template::{generate_driver, VENDORED};
 
 /// Harness errors carry a complete message, including the log file to read where there is one.
 #[derive(Debug)]

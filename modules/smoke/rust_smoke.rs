@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Smoke test of the kernel build and the harness: an out-of-tree Rust module that does a little work the
-//! host can check. On load it fills a buffer of `len` bytes with a pattern and reports the buffer's FNV-1a
+//! Smoke test of the kernel build and the harness: an out-of-tree Rust module that does a little
+//! work the
+//! host can check. On load it fills a buffer of `len` bytes with a pattern and reports the buffer's
+//! FNV-1a
 //! checksum; on unload it reports again, from the same buffer.
 
 use kernel::prelude::*;
@@ -31,7 +33,9 @@ fn pattern(index: usize) -> u8 {
 
 /// 32-bit FNV-1a.
 fn fnv1a(bytes: &[u8]) -> u32 {
-    bytes.iter().fold(0x811c_9dc5, |hash, &b| (hash ^ u32::from(b)).wrapping_mul(0x0100_0193))
+    bytes.iter().fold(0x811c_9dc5, |hash, &b| {
+        (hash ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    })
 }
 
 impl kernel::Module for RustSmoke {
@@ -48,6 +52,10 @@ impl kernel::Module for RustSmoke {
 
 impl Drop for RustSmoke {
     fn drop(&mut self) {
-        pr_info!("unloading: len={} fnv1a={:#010x}\n", self.buffer.len(), fnv1a(&self.buffer));
+        pr_info!(
+            "unloading: len={} fnv1a={:#010x}\n",
+            self.buffer.len(),
+            fnv1a(&self.buffer)
+        );
     }
 }

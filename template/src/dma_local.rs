@@ -3,8 +3,10 @@
 //! This driver's private wrapper of the kernel's C DMA API.
 //!
 //! Every driver of the project carries a byte-identical copy of this file; it is edited only in
-//! `template/src/dma_local.rs` and propagated with `scripts/sync-dma.sh`. It depends on nothing but the
-//! kernel crate's `bindings` and the one-line C wrappers in `dma_local_shim.c`; every C symbol and layout
+//! `template/src/dma_local.rs` and propagated with `scripts/sync-dma.sh`. It depends on nothing but
+//! the
+//! kernel crate's `bindings` and the one-line C wrappers in `dma_local_shim.c`; every C symbol and
+//! layout
 //! assumption it relies on is listed in `dma_local.api`.
 //!
 //! - [`Coherent`]: a typed coherent allocation with checked sizes and bounds and volatile access.
@@ -12,9 +14,12 @@
 //! - [`Pool`]: small coherent blocks from a `dma_pool` (descriptor lists).
 //! - [`set_mask`], [`set_coherent_mask`], [`set_mask_and_coherent`].
 //!
-//! Every object that can reach the DMA API borrows the device as `&'a Device<Bound>`. The kernel crate hands
-//! a driver that reference only for as long as the device is bound, so no DMA API call can follow the
-//! unbind: the objects are dropped, and their memory released, before the device's `remove` completes.
+//! Every object that can reach the DMA API borrows the device as `&'a Device<Bound>`. The kernel
+//! crate hands
+//! a driver that reference only for as long as the device is bound, so no DMA API call can follow
+//! the
+//! unbind: the objects are dropped, and their memory released, before the device's `remove`
+//! completes.
 
 // A driver uses only part of its copy; the copies must stay identical all the same.
 #![allow(dead_code)]
@@ -24,9 +29,9 @@ use core::mem::{size_of, ManuallyDrop};
 use core::ptr::NonNull;
 
 use kernel::bindings;
-use kernel::ffi::{c_char, c_int, c_ulong, c_void};
 use kernel::device::{Bound, Device};
 use kernel::error::to_result;
+use kernel::ffi::{c_char, c_int, c_ulong, c_void};
 use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::transmute::{AsBytes, FromBytes};
@@ -75,7 +80,8 @@ extern "C" {
 /// The C `struct device` behind the kernel crate's `Device`.
 ///
 /// `Device::as_raw()` is not public. `Device<Ctx>` is `#[repr(transparent)]` over
-/// `Opaque<bindings::device>`, itself transparent over the C struct, so a pointer to one is a pointer to
+/// `Opaque<bindings::device>`, itself transparent over the C struct, so a pointer to one is a
+/// pointer to
 /// the other (layout assumption `device-transparent` in `dma_local.api`).
 fn raw_device(dev: &Device<Bound>) -> *mut bindings::device {
     core::ptr::from_ref(dev).cast_mut().cast()
@@ -210,7 +216,8 @@ impl Mask {
 
 /// Sets the mask of streaming mappings (`dma_set_mask`).
 pub(crate) fn set_mask(dev: &Device<Bound>, mask: Mask) -> Result {
-    // SAFETY: `raw_device` gives a valid `struct device` that is bound for the duration of the call.
+    // SAFETY: `raw_device` gives a valid `struct device` that is bound for the duration of the
+    // call.
     to_result(unsafe { bindings::dma_set_mask(raw_device(dev), mask.value()) })
 }
 
@@ -242,13 +249,16 @@ fn check_range(offset: usize, count: usize, len: usize) -> Result {
 
 /// A coherent DMA allocation of `count` elements of `T`, shared by the CPU and the device.
 ///
-/// The device may read and write this memory at any time, so no Rust reference to it is ever created:
-/// every access is a volatile copy. Reads take `&self`; writes take `&mut self`, so that two CPU writers,
+/// The device may read and write this memory at any time, so no Rust reference to it is ever
+/// created:
+/// every access is a volatile copy. Reads take `&self`; writes take `&mut self`, so that two CPU
+/// writers,
 /// or a CPU writer and a CPU reader, cannot race.
 ///
 /// # Invariants
 ///
-/// - `cpu` is the CPU address and `handle` the DMA address of `count * size_of::<T>()` bytes returned by
+/// - `cpu` is the CPU address and `handle` the DMA address of `count * size_of::<T>()` bytes
+///   returned by
 ///   `dma_alloc_attrs(dev, .., attrs)` and not yet freed; the product does not overflow.
 /// - `count > 0` and `size_of::<T>() > 0`.
 /// - `attrs` does not contain [`Attrs::NO_KERNEL_MAPPING`], so `cpu` is a kernel mapping.
@@ -260,7 +270,8 @@ pub(crate) struct Coherent<'a, T: AsBytes + FromBytes> {
     attrs: Attrs,
 }
 
-// SAFETY: The allocation is owned memory of `T`s; moving its owner to another thread moves the `T`s.
+// SAFETY: The allocation is owned memory of `T`s; moving its owner to another thread moves the
+// `T`s.
 // `dev` is `Sync`, so sharing it with the other thread is fine.
 unsafe impl<T: AsBytes + FromBytes + Send> Send for Coherent<'_, T> {}
 
@@ -269,7 +280,8 @@ unsafe impl<T: AsBytes + FromBytes + Send> Send for Coherent<'_, T> {}
 unsafe impl<T: AsBytes + FromBytes + Sync> Sync for Coherent<'_, T> {}
 
 impl<'a, T: AsBytes + FromBytes> Coherent<'a, T> {
-    /// Evaluated at compile time for every `T` that is allocated: zero-sized types have no DMA meaning.
+    /// Evaluated at compile time for every `T` that is allocated: zero-sized types have no DMA
+    /// meaning.
     const NOT_ZERO_SIZED: () = assert!(size_of::<T>() != 0, "DMA of a zero-sized type");
 
     /// Allocates `count` elements for `dev`, zeroed.
@@ -279,16 +291,23 @@ impl<'a, T: AsBytes + FromBytes> Coherent<'a, T> {
 
     /// Allocates `count` elements for `dev` with DMA attributes, zeroed.
     ///
-    /// Fails with `EINVAL` for zero elements or [`Attrs::NO_KERNEL_MAPPING`], with `EOVERFLOW` when the size
+    /// Fails with `EINVAL` for zero elements or [`Attrs::NO_KERNEL_MAPPING`], with `EOVERFLOW` when
+    /// the size
     /// does not fit in `usize`, and with `ENOMEM` when the kernel has no such memory.
-    pub(crate) fn alloc_attrs(dev: &'a Device<Bound>, count: usize, gfp: Gfp, attrs: Attrs) -> Result<Self> {
+    pub(crate) fn alloc_attrs(
+        dev: &'a Device<Bound>,
+        count: usize,
+        gfp: Gfp,
+        attrs: Attrs,
+    ) -> Result<Self> {
         let () = Self::NOT_ZERO_SIZED;
         if count == 0 || attrs.contains(Attrs::NO_KERNEL_MAPPING) {
             return Err(EINVAL);
         }
         let size = byte_len::<T>(count)?;
         let mut handle: DmaAddress = 0;
-        // SAFETY: `raw_device` gives a valid bound device; `handle` is a valid place for the DMA address.
+        // SAFETY: `raw_device` gives a valid bound device; `handle` is a valid place for the DMA
+        // address.
         let cpu = unsafe {
             bindings::dma_alloc_attrs(
                 raw_device(dev),
@@ -301,7 +320,13 @@ impl<'a, T: AsBytes + FromBytes> Coherent<'a, T> {
         let cpu = NonNull::new(cpu.cast::<T>()).ok_or(ENOMEM)?;
         // INVARIANT: allocated above with `size = count * size_of::<T>()`, `count > 0`, no
         // `NO_KERNEL_MAPPING`, and `T` is not zero-sized.
-        Ok(Self { dev, cpu, handle, count, attrs })
+        Ok(Self {
+            dev,
+            cpu,
+            handle,
+            count,
+            attrs,
+        })
     }
 
     /// The number of elements.
@@ -332,13 +357,15 @@ impl<'a, T: AsBytes + FromBytes> Coherent<'a, T> {
         Ok(self.handle + (index * size_of::<T>()) as DmaAddress)
     }
 
-    /// The CPU address of the first element. It is a raw pointer on purpose: a reference to memory that
+    /// The CPU address of the first element. It is a raw pointer on purpose: a reference to memory
+    /// that
     /// the device writes would be unsound.
     pub(crate) fn cpu_addr(&self) -> *mut T {
         self.cpu.as_ptr()
     }
 
-    /// A pointer to element `index`, bounds-checked; for the field macros [`dma_read!`] and [`dma_write!`].
+    /// A pointer to element `index`, bounds-checked; for the field macros [`dma_read!`] and
+    /// [`dma_write!`].
     #[doc(hidden)]
     pub(crate) fn element_ptr(&self, index: usize) -> Result<*mut T> {
         check_range(index, 1, self.count)?;
@@ -349,7 +376,8 @@ impl<'a, T: AsBytes + FromBytes> Coherent<'a, T> {
     /// Reads element `index` with a volatile load.
     pub(crate) fn read(&self, index: usize) -> Result<T> {
         let ptr = self.element_ptr(index)?;
-        // SAFETY: `ptr` is in bounds and aligned (allocations are page-aligned, elements are `T`-sized);
+        // SAFETY: `ptr` is in bounds and aligned (allocations are page-aligned, elements are
+        // `T`-sized);
         // any bytes are a valid `T` (`FromBytes`); volatile, because the device may write it.
         Ok(unsafe { ptr.read_volatile() })
     }
@@ -357,7 +385,8 @@ impl<'a, T: AsBytes + FromBytes> Coherent<'a, T> {
     /// Writes element `index` with a volatile store.
     pub(crate) fn write(&mut self, index: usize, value: T) -> Result {
         let ptr = self.element_ptr(index)?;
-        // SAFETY: `ptr` is in bounds and aligned; `&mut self` excludes every other CPU access to the
+        // SAFETY: `ptr` is in bounds and aligned; `&mut self` excludes every other CPU access to
+        // the
         // allocation; volatile, because the device may read it.
         unsafe { ptr.write_volatile(value) };
         Ok(())
@@ -386,34 +415,57 @@ impl<'a, T: AsBytes + FromBytes> Coherent<'a, T> {
         Ok(())
     }
 
-    /// Hands the allocation over to the caller without freeing it: the CPU address, the DMA address and
-    /// the element count. [`Coherent::from_parts`] takes it back.
-    pub(crate) fn into_parts(self) -> (NonNull<T>, DmaAddress, usize) {
+    /// Hands the allocation over to the caller without freeing it; [`Coherent::from_parts`] takes
+    /// it
+    /// back.
+    pub(crate) fn into_parts(self) -> CoherentParts<T> {
         let this = ManuallyDrop::new(self);
-        (this.cpu, this.handle, this.count)
+        CoherentParts {
+            cpu: this.cpu,
+            handle: this.handle,
+            count: this.count,
+            attrs: this.attrs,
+        }
     }
 
     /// Takes back an allocation given away by [`Coherent::into_parts`].
     ///
     /// # Safety
     ///
-    /// The parts must come from `into_parts` of a `Coherent<T>` of the same `dev`, allocated with `attrs`,
-    /// and must not have been taken back before.
-    pub(crate) unsafe fn from_parts(
-        dev: &'a Device<Bound>,
-        cpu: NonNull<T>,
-        handle: DmaAddress,
-        count: usize,
-        attrs: Attrs,
-    ) -> Self {
+    /// `parts` must come from `into_parts` of a `Coherent<T>` of the same `dev`, and must not have
+    /// been
+    /// taken back before.
+    pub(crate) unsafe fn from_parts(dev: &'a Device<Bound>, parts: CoherentParts<T>) -> Self {
         // INVARIANT: by the safety requirements, these are the parts of a valid `Coherent`.
-        Self { dev, cpu, handle, count, attrs }
+        Self {
+            dev,
+            cpu: parts.cpu,
+            handle: parts.handle,
+            count: parts.count,
+            attrs: parts.attrs,
+        }
     }
+}
+
+/// The raw parts of a [`Coherent`] handed over by [`Coherent::into_parts`]: the memory stays
+/// allocated
+/// until [`Coherent::from_parts`] takes it back, or until the caller frees it with
+/// `dma_free_attrs`.
+pub(crate) struct CoherentParts<T> {
+    /// CPU address of the first element.
+    pub(crate) cpu: NonNull<T>,
+    /// DMA address of the first element.
+    pub(crate) handle: DmaAddress,
+    /// Number of elements.
+    pub(crate) count: usize,
+    /// Attributes of the allocation.
+    pub(crate) attrs: Attrs,
 }
 
 impl<T: AsBytes + FromBytes> Drop for Coherent<'_, T> {
     fn drop(&mut self) {
-        // SAFETY: By the type invariant, these are the arguments of the allocation, not freed yet; `dev`
+        // SAFETY: By the type invariant, these are the arguments of the allocation, not freed yet;
+        // `dev`
         // is bound (it is borrowed as `Device<Bound>`).
         unsafe {
             bindings::dma_free_attrs(
@@ -428,14 +480,22 @@ impl<T: AsBytes + FromBytes> Drop for Coherent<'_, T> {
 }
 
 /// Reads one field of one element of a [`Coherent`] with a volatile load, never making a reference:
-/// `dma_read!(ring, index, status)` or `dma_read!(ring, index, addr.low)`. Evaluates to `Result<F>`.
+/// `dma_read!(ring, index, status)` or `dma_read!(ring, index, addr.low)`. Evaluates to
+/// `Result<F>`.
 #[macro_export]
 macro_rules! dma_read {
-    ($alloc:expr, $index:expr, $($field:tt)+) => {
+    ($alloc:expr, $index:expr, $($field:ident).+) => {
         match $alloc.element_ptr($index) {
-            // SAFETY: `ptr` points to an element in bounds; `addr_of!` projects to a field without making
-            // a reference; the field is plain data read with a volatile load as the device may write it.
-            Ok(ptr) => Ok(unsafe { ::core::ptr::read_volatile(::core::ptr::addr_of!((*ptr).$($field)+)) }),
+            Ok(ptr) => {
+                // SAFETY: `ptr` points to an element in bounds; `addr_of!` projects to a field
+                // (only
+                // field names are accepted) without making a reference; the field is plain data,
+                // read
+                // with a volatile load because the device may write it.
+                let field = unsafe { ::core::ptr::addr_of!((*ptr).$($field).+) };
+                // SAFETY: As above: in bounds, aligned, plain data.
+                Ok(unsafe { ::core::ptr::read_volatile(field) })
+            }
             Err(e) => Err(e),
         }
     };
@@ -447,11 +507,15 @@ macro_rules! dma_read {
 macro_rules! dma_write {
     ($alloc:expr, $index:expr, $($field:ident).+, $value:expr) => {{
         let alloc: &mut _ = &mut $alloc;
+        let value = $value;
         match alloc.element_ptr($index) {
-            // SAFETY: as in `dma_read!`; the caller holds `&mut` of the allocation, so no other CPU access
-            // races with the store.
             Ok(ptr) => {
-                unsafe { ::core::ptr::write_volatile(::core::ptr::addr_of_mut!((*ptr).$($field).+), $value) };
+                // SAFETY: As in `dma_read!`; the caller holds `&mut` of the allocation, so no other
+                // CPU
+                // access races with the store.
+                let field = unsafe { ::core::ptr::addr_of_mut!((*ptr).$($field).+) };
+                // SAFETY: As above.
+                unsafe { ::core::ptr::write_volatile(field, value) };
                 Ok(())
             }
             Err(e) => Err::<(), ::kernel::error::Error>(e),
@@ -480,15 +544,18 @@ impl Direction {
     }
 }
 
-/// A CPU buffer mapped for streaming DMA in one direction. It owns the buffer; [`Streaming::unmap`] gives
+/// A CPU buffer mapped for streaming DMA in one direction. It owns the buffer; [`Streaming::unmap`]
+/// gives
 /// it back.
 ///
 /// While mapped the buffer belongs to the device. The CPU reaches it only through
-/// [`Streaming::cpu_access`], which syncs it for the CPU and, when the access ends, back for the device.
+/// [`Streaming::cpu_access`], which syncs it for the CPU and, when the access ends, back for the
+/// device.
 ///
 /// # Invariants
 ///
-/// `handle` is the mapping, by `dma_map_single_attrs(dev, buf, buf.len(), dir, attrs)`, of `buf`, not yet
+/// `handle` is the mapping, by `dma_map_single_attrs(dev, buf, buf.len(), dir, attrs)`, of `buf`,
+/// not yet
 /// unmapped, and `buf.len() > 0`.
 pub(crate) struct Streaming<'a> {
     dev: &'a Device<Bound>,
@@ -499,7 +566,8 @@ pub(crate) struct Streaming<'a> {
 }
 
 impl<'a> Streaming<'a> {
-    /// Maps `buf` for `dev` in direction `dir`. On failure the buffer comes back with the error, so that
+    /// Maps `buf` for `dev` in direction `dir`. On failure the buffer comes back with the error, so
+    /// that
     /// nothing is lost.
     pub(crate) fn map(
         dev: &'a Device<Bound>,
@@ -511,17 +579,30 @@ impl<'a> Streaming<'a> {
             return Err((EINVAL, buf));
         }
         let mut buf = buf;
-        // SAFETY: `buf` is a live allocation of `buf.len()` bytes that this mapping owns until it is
+        // SAFETY: `buf` is a live allocation of `buf.len()` bytes that this mapping owns until it
+        // is
         // unmapped; `raw_device` gives a bound device.
         let handle = unsafe {
-            dma_local_map_single(raw_device(dev).cast(), buf.as_mut_ptr().cast(), buf.len(), dir.raw(), attrs.bits())
+            dma_local_map_single(
+                raw_device(dev).cast(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                dir.raw(),
+                attrs.bits(),
+            )
         };
         // SAFETY: `handle` was just returned by the DMA API for this device.
         if unsafe { dma_local_mapping_error(raw_device(dev).cast(), handle) } != 0 {
             return Err((ENOMEM, buf));
         }
         // INVARIANT: mapped above, `buf` is not empty.
-        Ok(Self { dev, buf, handle, dir, attrs })
+        Ok(Self {
+            dev,
+            buf,
+            handle,
+            dir,
+            attrs,
+        })
     }
 
     /// The DMA address of the buffer, for the device.
@@ -542,18 +623,31 @@ impl<'a> Streaming<'a> {
     /// Syncs the buffer for the CPU (`dma_sync_single_for_cpu`).
     pub(crate) fn sync_for_cpu(&mut self) {
         // SAFETY: `handle`/`len`/`dir` describe a live mapping of this device (type invariant).
-        unsafe { dma_local_sync_single_for_cpu(raw_device(self.dev).cast(), self.handle, self.buf.len(), self.dir.raw()) };
+        unsafe {
+            dma_local_sync_single_for_cpu(
+                raw_device(self.dev).cast(),
+                self.handle,
+                self.buf.len(),
+                self.dir.raw(),
+            )
+        };
     }
 
     /// Syncs the buffer for the device (`dma_sync_single_for_device`).
     pub(crate) fn sync_for_device(&mut self) {
         // SAFETY: As in `sync_for_cpu`.
         unsafe {
-            dma_local_sync_single_for_device(raw_device(self.dev).cast(), self.handle, self.buf.len(), self.dir.raw())
+            dma_local_sync_single_for_device(
+                raw_device(self.dev).cast(),
+                self.handle,
+                self.buf.len(),
+                self.dir.raw(),
+            )
         };
     }
 
-    /// Lends the buffer to the CPU: syncs it for the CPU, runs `f` on it, then syncs it back for the
+    /// Lends the buffer to the CPU: syncs it for the CPU, runs `f` on it, then syncs it back for
+    /// the
     /// device. The device must not access the buffer until this returns.
     pub(crate) fn cpu_access<R>(&mut self, f: impl FnOnce(&mut [u8]) -> R) -> R {
         self.sync_for_cpu();
@@ -566,15 +660,22 @@ impl<'a> Streaming<'a> {
     pub(crate) fn unmap(self) -> KVec<u8> {
         let mut this = ManuallyDrop::new(self);
         this.release();
-        // SAFETY: `this` is never used again and its `Drop` does not run, so `buf` is moved out once.
-        unsafe { core::ptr::read(&this.buf) }
+        // What stays behind is an empty vector, which owns no memory.
+        core::mem::take(&mut this.buf)
     }
 
     fn release(&mut self) {
-        // SAFETY: The mapping is live (type invariant) and is unmapped exactly once: from `unmap`, which
+        // SAFETY: The mapping is live (type invariant) and is unmapped exactly once: from `unmap`,
+        // which
         // skips `Drop`, or from `Drop`.
         unsafe {
-            dma_local_unmap_single(raw_device(self.dev).cast(), self.handle, self.buf.len(), self.dir.raw(), self.attrs.bits())
+            dma_local_unmap_single(
+                raw_device(self.dev).cast(),
+                self.handle,
+                self.buf.len(),
+                self.dir.raw(),
+                self.attrs.bits(),
+            )
         };
     }
 }
@@ -589,7 +690,8 @@ impl Drop for Streaming<'_> {
 ///
 /// # Invariants
 ///
-/// `raw` is a pool created by `dma_pool_create` for `dev` with blocks of `count * size_of::<T>()` bytes,
+/// `raw` is a pool created by `dma_pool_create` for `dev` with blocks of `count * size_of::<T>()`
+/// bytes,
 /// not destroyed yet; `count > 0`.
 pub(crate) struct Pool<'a, T: AsBytes + FromBytes> {
     _dev: PhantomData<&'a Device<Bound>>,
@@ -598,35 +700,67 @@ pub(crate) struct Pool<'a, T: AsBytes + FromBytes> {
     _elements: PhantomData<T>,
 }
 
-// SAFETY: `dma_pool_alloc`/`dma_pool_free` lock the pool internally and may be called from any thread.
+// SAFETY: `dma_pool_alloc`/`dma_pool_free` lock the pool internally and may be called from any
+// thread.
 unsafe impl<T: AsBytes + FromBytes + Send> Send for Pool<'_, T> {}
 // SAFETY: As for `Send`: every operation through `&Pool` is internally synchronised by the C pool.
 unsafe impl<T: AsBytes + FromBytes + Send> Sync for Pool<'_, T> {}
 
 impl<'a, T: AsBytes + FromBytes> Pool<'a, T> {
-    /// A pool called `name` of blocks of `count` elements, aligned to `align` bytes (a power of two, at
+    /// A pool called `name` of blocks of `count` elements, aligned to `align` bytes (a power of
+    /// two, at
     /// least `T`'s alignment), never crossing a `boundary` (a power of two, or 0 for none).
-    pub(crate) fn new(dev: &'a Device<Bound>, name: &'static CStr, count: usize, align: usize, boundary: usize) -> Result<Self> {
+    pub(crate) fn new(
+        dev: &'a Device<Bound>,
+        name: &'static CStr,
+        count: usize,
+        align: usize,
+        boundary: usize,
+    ) -> Result<Self> {
         let () = Coherent::<T>::NOT_ZERO_SIZED;
         if count == 0 || !align.is_power_of_two() || align < core::mem::align_of::<T>() {
             return Err(EINVAL);
         }
         let size = byte_len::<T>(count)?;
-        // SAFETY: `name` is a NUL-terminated string that outlives the pool ('static); `dev` is bound.
-        let raw = unsafe { dma_local_pool_create(name.as_char_ptr(), raw_device(dev).cast(), size, align, boundary) };
+        // SAFETY: `name` is a NUL-terminated string that outlives the pool ('static); `dev` is
+        // bound.
+        let raw = unsafe {
+            dma_local_pool_create(
+                name.as_char_ptr(),
+                raw_device(dev).cast(),
+                size,
+                align,
+                boundary,
+            )
+        };
         let raw = NonNull::new(raw).ok_or(ENOMEM)?;
         // INVARIANT: created above with blocks of `size` bytes, `count > 0`.
-        Ok(Self { _dev: PhantomData, raw, count, _elements: PhantomData })
+        Ok(Self {
+            _dev: PhantomData,
+            raw,
+            count,
+            _elements: PhantomData,
+        })
     }
 
     /// Takes a block from the pool.
     pub(crate) fn alloc(&self, gfp: Gfp) -> Result<PoolBlock<'_, 'a, T>> {
         let mut handle: DmaAddress = 0;
         // SAFETY: `raw` is a live pool (type invariant); `handle` is a valid place for the address.
-        let cpu = unsafe { bindings::dma_pool_alloc(self.raw.as_ptr(), (gfp | Gfp(bindings::__GFP_ZERO)).bits(), &mut handle) };
+        let cpu = unsafe {
+            bindings::dma_pool_alloc(
+                self.raw.as_ptr(),
+                (gfp | Gfp(bindings::__GFP_ZERO)).bits(),
+                &mut handle,
+            )
+        };
         let cpu = NonNull::new(cpu.cast::<T>()).ok_or(ENOMEM)?;
         // INVARIANT: a block of this pool, allocated above.
-        Ok(PoolBlock { pool: self, cpu, handle })
+        Ok(PoolBlock {
+            pool: self,
+            cpu,
+            handle,
+        })
     }
 }
 
@@ -637,7 +771,8 @@ impl<T: AsBytes + FromBytes> Drop for Pool<'_, T> {
     }
 }
 
-/// One block of a [`Pool`], returned to it on drop. Accessed like a [`Coherent`], by volatile copies.
+/// One block of a [`Pool`], returned to it on drop. Accessed like a [`Coherent`], by volatile
+/// copies.
 ///
 /// # Invariants
 ///
@@ -667,7 +802,8 @@ impl<T: AsBytes + FromBytes> PoolBlock<'_, '_, T> {
     /// Reads element `index` with a volatile load.
     pub(crate) fn read(&self, index: usize) -> Result<T> {
         check_range(index, 1, self.pool.count)?;
-        // SAFETY: in bounds of the block; aligned (the pool's alignment is at least `T`'s); `FromBytes`.
+        // SAFETY: in bounds of the block; aligned (the pool's alignment is at least `T`'s);
+        // `FromBytes`.
         Ok(unsafe { self.cpu.as_ptr().add(index).read_volatile() })
     }
 
@@ -683,6 +819,12 @@ impl<T: AsBytes + FromBytes> PoolBlock<'_, '_, T> {
 impl<T: AsBytes + FromBytes> Drop for PoolBlock<'_, '_, T> {
     fn drop(&mut self) {
         // SAFETY: A live block of this live pool (type invariant), freed once.
-        unsafe { bindings::dma_pool_free(self.pool.raw.as_ptr(), self.cpu.as_ptr().cast(), self.handle) };
+        unsafe {
+            bindings::dma_pool_free(
+                self.pool.raw.as_ptr(),
+                self.cpu.as_ptr().cast(),
+                self.handle,
+            )
+        };
     }
 }

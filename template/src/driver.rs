@@ -2,8 +2,10 @@
 
 //! {{crate_name}}: a PCI driver for QEMU's `edu` device (1234:11e8) that proves DMA works.
 //!
-//! On every bind it copies a pattern from CPU memory into the device's 4 KiB buffer with edu's DMA engine
-//! and back into a second buffer, waits for each transfer's interrupt and checks every byte: once with
+//! On every bind it copies a pattern from CPU memory into the device's 4 KiB buffer with edu's DMA
+//! engine
+//! and back into a second buffer, waits for each transfer's interrupt and checks every byte: once
+//! with
 //! coherent buffers and once with streaming mappings, both from this driver's own `dma_local`.
 
 mod dma_local;
@@ -43,7 +45,8 @@ const DMA_TIMEOUT_MS: u32 = 2000;
 kernel::pci_device_table!(
     PCI_TABLE,
     <EduDriver as pci::Driver>::IdInfo,
-    // pci::Vendor has no 0x1234: match edu's class, "unclassified device", then check its identification.
+    // pci::Vendor has no 0x1234: match edu's class, "unclassified device", then check its
+    // identification.
     [(pci::DeviceId::from_class(0x00ff00, 0xffffff), ())]
 );
 
@@ -89,15 +92,18 @@ impl pci::Driver for EduDriver {
                     dev_info!(bound, "not an edu device (identification {:#x})\n", id);
                     return Err(ENODEV);
                 }
-                dma_local::set_mask_and_coherent(bound.as_ref(), Mask::bits(regs::DMA_ADDRESS_BITS)?)?;
+                let mask = Mask::bits(regs::DMA_ADDRESS_BITS)?;
+                dma_local::set_mask_and_coherent(bound.as_ref(), mask)?;
                 bar
             },
             irq_seen: AtomicU32::new(0),
             _vectors: bound.alloc_irq_vectors(1, 1, pci::IrqTypes::all())?,
             irq: kernel::irq::IrqRequest::from(_vectors.index(0)?).irq(),
             _: {
-                // SAFETY: `edu_irq` matches `irq_handler_t`; the cookie points to this pinned `Edu`, whose
-                // fields are all initialised and which frees the IRQ in `PinnedDrop` before they go.
+                // SAFETY: `edu_irq` matches `irq_handler_t`; the cookie points to this pinned
+                // `Edu`, whose
+                // fields are all initialised and which frees the IRQ in `PinnedDrop` before they
+                // go.
                 kernel::error::to_result(unsafe {
                     bindings::request_threaded_irq(
                         *irq,
@@ -118,7 +124,12 @@ impl pci::Driver for EduDriver {
 impl PinnedDrop for Edu<'_> {
     fn drop(self: Pin<&mut Self>) {
         // SAFETY: requested in probe with this cookie (type invariant); freed once, here.
-        unsafe { bindings::free_irq(self.irq, core::ptr::from_ref::<Edu<'_>>(&self).cast_mut().cast()) };
+        unsafe {
+            bindings::free_irq(
+                self.irq,
+                core::ptr::from_ref::<Edu<'_>>(&self).cast_mut().cast(),
+            )
+        };
     }
 }
 
@@ -127,7 +138,10 @@ impl PinnedDrop for Edu<'_> {
 /// # Safety
 ///
 /// `cookie` is the `Edu` that requested the interrupt, alive until `free_irq` returns.
-unsafe extern "C" fn edu_irq(_irq: kernel::ffi::c_int, cookie: *mut kernel::ffi::c_void) -> bindings::irqreturn_t {
+unsafe extern "C" fn edu_irq(
+    _irq: kernel::ffi::c_int,
+    cookie: *mut kernel::ffi::c_void,
+) -> bindings::irqreturn_t {
     // SAFETY: By the function's safety requirement.
     let edu = unsafe { &*cookie.cast::<Edu<'_>>() };
     let status = edu.bar.read32(regs::INTERRUPT_STATUS);
@@ -140,7 +154,8 @@ unsafe extern "C" fn edu_irq(_irq: kernel::ffi::c_int, cookie: *mut kernel::ffi:
 }
 
 impl Edu<'_> {
-    /// Runs one DMA transfer between RAM at `ram` and the device buffer, and waits for its interrupt.
+    /// Runs one DMA transfer between RAM at `ram` and the device buffer, and waits for its
+    /// interrupt.
     fn transfer(&self, ram: dma_local::DmaAddress, len: usize, to_ram: bool) -> Result {
         let (source, destination) = if to_ram {
             (regs::DEVICE_BUFFER, ram)
@@ -151,19 +166,27 @@ impl Edu<'_> {
         let source = u32::try_from(source).map_err(|_| EINVAL)?;
         let destination = u32::try_from(destination).map_err(|_| EINVAL)?;
         let len = u32::try_from(len).map_err(|_| EINVAL)?;
-        self.irq_seen.fetch_and(!regs::IRQ_DMA_DONE, Ordering::AcqRel);
+        self.irq_seen
+            .fetch_and(!regs::IRQ_DMA_DONE, Ordering::AcqRel);
         self.bar.write32(source, regs::DMA_SOURCE);
         self.bar.write32(destination, regs::DMA_DESTINATION);
         self.bar.write32(len, regs::DMA_COUNT);
         let direction = if to_ram { regs::DMA_CMD_TO_RAM } else { 0 };
-        self.bar.write32(regs::DMA_CMD_START | regs::DMA_CMD_IRQ | direction, regs::DMA_COMMAND);
+        self.bar.write32(
+            regs::DMA_CMD_START | regs::DMA_CMD_IRQ | direction,
+            regs::DMA_COMMAND,
+        );
         for _ in 0..DMA_TIMEOUT_MS {
             if self.irq_seen.load(Ordering::Acquire) & regs::IRQ_DMA_DONE != 0 {
                 return Ok(());
             }
             fsleep(Delta::from_millis(1));
         }
-        dev_err!(self.pdev, "DMA transfer got no interrupt within {} ms\n", DMA_TIMEOUT_MS);
+        dev_err!(
+            self.pdev,
+            "DMA transfer got no interrupt within {} ms\n",
+            DMA_TIMEOUT_MS
+        );
         Err(ETIMEDOUT)
     }
 
@@ -172,15 +195,32 @@ impl Edu<'_> {
         let len = regs::MAX_TRANSFER;
         self.coherent_round_trip(len)?;
         self.streaming_round_trip(len)?;
-        dev_info!(self.pdev, "DMA round trips verified: coherent {} bytes, streaming {} bytes\n", len, len);
+        dev_info!(
+            self.pdev,
+            "DMA round trips verified: coherent {} bytes, streaming {} bytes\n",
+            len,
+            len
+        );
         Ok(())
     }
 
     fn coherent_round_trip(&self, len: usize) -> Result {
         let dev = self.pdev.as_ref();
-        let count = if crate::module_parameters::fail_coherent_alloc.value() { usize::MAX / 2 } else { len };
-        let mut source = Coherent::<u8>::alloc_attrs(dev, count, Gfp::KERNEL | Gfp::NOWARN, Attrs::NO_WARN)
-            .inspect_err(|e| dev_err!(self.pdev, "coherent allocation of {} bytes failed: {:?}\n", count, e))?;
+        let count = if crate::module_parameters::fail_coherent_alloc.value() {
+            usize::MAX / 2
+        } else {
+            len
+        };
+        let mut source =
+            Coherent::<u8>::alloc_attrs(dev, count, Gfp::KERNEL | Gfp::NOWARN, Attrs::NO_WARN)
+                .inspect_err(|e| {
+                    dev_err!(
+                        self.pdev,
+                        "coherent allocation of {} bytes failed: {:?}\n",
+                        count,
+                        e
+                    )
+                })?;
         let destination = Coherent::<u8>::alloc(dev, len, Gfp::KERNEL)?;
         for i in 0..len {
             source.write(i, pattern(i, 0x5a))?;
@@ -198,9 +238,11 @@ impl Edu<'_> {
         for i in 0..len {
             outgoing.push(pattern(i, 0xa5), GFP_KERNEL)?;
         }
-        let to_device = Streaming::map(dev, outgoing, Direction::ToDevice, Attrs::NONE).map_err(|(e, _)| e)?;
+        let to_device =
+            Streaming::map(dev, outgoing, Direction::ToDevice, Attrs::NONE).map_err(|(e, _)| e)?;
         let incoming = KVec::from_elem(0u8, len, GFP_KERNEL)?;
-        let mut from_device = Streaming::map(dev, incoming, Direction::FromDevice, Attrs::NONE).map_err(|(e, _)| e)?;
+        let mut from_device = Streaming::map(dev, incoming, Direction::FromDevice, Attrs::NONE)
+            .map_err(|(e, _)| e)?;
         self.transfer(to_device.dma_handle(), len, false)?;
         self.transfer(from_device.dma_handle(), len, true)?;
         from_device.cpu_access(|bytes| verify(self.pdev, "streaming", bytes, 0xa5))?;
@@ -216,10 +258,21 @@ fn pattern(index: usize, seed: u8) -> u8 {
 }
 
 fn verify(pdev: &pci::Device, what: &str, bytes: &[u8], seed: u8) -> Result {
-    match bytes.iter().enumerate().find(|&(i, &b)| b != pattern(i, seed)) {
+    match bytes
+        .iter()
+        .enumerate()
+        .find(|&(i, &b)| b != pattern(i, seed))
+    {
         None => Ok(()),
         Some((i, &b)) => {
-            dev_err!(pdev, "{} round trip: byte {} is {:#x}, expected {:#x}\n", what, i, b, pattern(i, seed));
+            dev_err!(
+                pdev,
+                "{} round trip: byte {} is {:#x}, expected {:#x}\n",
+                what,
+                i,
+                b,
+                pattern(i, seed)
+            );
             Err(EIO)
         }
     }

@@ -39,7 +39,8 @@ pub(crate) const IRQ_DMA_DONE: u32 = 0x100;
 pub(crate) const DEVICE_BUFFER: u64 = 0x40000;
 /// Size of the device's DMA buffer.
 pub(crate) const DEVICE_BUFFER_SIZE: usize = 4096;
-/// The longest transfer QEMU 7.2's edu accepts: its range check rejects a transfer that reaches the last
+/// The longest transfer QEMU 7.2's edu accepts: its range check rejects a transfer that reaches the
+/// last
 /// byte of its buffer (and stops the VM), so transfers stop one byte short.
 pub(crate) const MAX_TRANSFER: usize = DEVICE_BUFFER_SIZE - 1;
 

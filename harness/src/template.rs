@@ -1,0 +1,58 @@
+//! Drivers generated from `template/` with cargo-generate, as a user would.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use crate::{err, Env, Result};
+
+/// The files of the DMA wrapper that every driver carries byte-identical to the template's.
+pub const VENDORED: &[&str] = &[
+    "src/dma_local.rs",
+    "src/dma_local_shim.c",
+    "src/dma_local_shim.h",
+];
+
+/// Generates a driver called `name` from `template/` into `target/generated/<name>` (replacing an older
+/// one), and checks that its DMA wrapper is byte-identical to the template's. Returns its directory.
+pub fn generate_driver(name: &str) -> Result<PathBuf> {
+    let env = Env::get()?;
+    let out = env.root.join("target/generated");
+    let dir = out.join(name);
+    std::fs::create_dir_all(&out)?;
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)?;
+    }
+    let output = Command::new(env.var("CARGO_GENERATE")?)
+        .args(["generate", "--path"])
+        .arg(env.root.join("template"))
+        .args([
+            "--name",
+            name,
+            "--vcs",
+            "none",
+            "--no-workspace",
+            "--silent",
+        ])
+        .arg("--destination")
+        .arg(&out)
+        .env(
+            "USER",
+            std::env::var("USER").unwrap_or_else(|_| "root".into()),
+        )
+        .output()
+        .map_err(|e| err!("cannot run cargo-generate (run scripts/setup.sh): {e}"))?;
+    if !output.status.success() {
+        return Err(err!(
+            "cargo generate --name {name} failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    for file in VENDORED {
+        if std::fs::read(env.root.join("template").join(file))? != std::fs::read(dir.join(file))? {
+            return Err(err!(
+                "{file} of the generated {name} differs from the template's"
+            ));
+        }
+    }
+    Ok(dir)
+}

@@ -1,0 +1,69 @@
+//! The contracts of `dma_local` (template/src/dma_local.rs), checked in the guest against a bound PCI
+//! device with DMA-API debugging on: the self-test module reports one KTAP line a contract, and each one
+//! becomes a result of this scenario.
+
+use harness::{Scenario, Vm};
+
+/// Runs the self-test and turns its KTAP lines in the kernel log into results named `dma_local.<test>`.
+const SCRIPT: &str = r#"
+check load insmod /modules/dma_local_selftest.ko
+dmesg | sed -n 's/^\[[^]]*\] dma_local_selftest: //p' >/tmp/selftest.ktap
+plan=$(sed -n 's/^1\.\.//p' /tmp/selftest.ktap)
+diag "plan=$plan"
+while IFS= read -r line; do
+    case $line in
+    "not ok "*)
+        rest=${line#not ok * }
+        ktap_result 1 "dma_local.${rest%% #*}" "${rest#* # }"
+        ;;
+    "ok "*)
+        rest=${line#ok * }
+        ktap_result 0 "dma_local.$rest"
+        ;;
+    esac
+done </tmp/selftest.ktap
+diag "forwarded=$KTAP_COUNT"
+check unload rmmod dma_local_selftest
+"#;
+
+/// Every contract the self-test module checks; a test that vanished from it fails here.
+const CONTRACTS: &[&str] = &[
+    "mask_bits_limits",
+    "set_masks",
+    "coherent_respects_mask",
+    "coherent_zero_length_rejected",
+    "coherent_size_overflow",
+    "coherent_allocation_failure",
+    "coherent_rejects_no_kernel_mapping",
+    "coherent_is_zeroed",
+    "bounds_exact_edges",
+    "bounds_offset_overflow",
+    "bulk_round_trip_and_handles",
+    "field_access_macros",
+    "attrs_operators",
+    "coherent_with_attrs",
+    "into_and_from_parts",
+    "streaming_map_sync_unmap",
+    "streaming_empty_rejected_buffer_returned",
+    "pool_blocks",
+];
+
+#[test]
+fn dma_local_contracts_hold_on_a_bound_device() {
+    let outcome = Scenario::new("dma-local-selftest")
+        .vm(Vm::new("guest")
+            .edu()
+            .module("modules/dma_selftest")
+            .script(SCRIPT))
+        .run()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let guest = outcome.vm("guest");
+    assert_eq!(
+        guest.diagnostic("plan"),
+        CONTRACTS.len().to_string(),
+        "the module's plan"
+    );
+    for contract in CONTRACTS {
+        guest.assert_passed(&format!("dma_local.{contract}"));
+    }
+}

@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Self-test of `dma_local`, the template's DMA wrapper, against a real bound PCI device (QEMU's
+//! edu).
+//!
+//! Probe runs every test and prints the results in KTAP, one line each, to the kernel log; the
+//! harness
+//! reads them from there. The module tests `template/src/dma_local.rs` itself, included by path.
+
+#[path = "../../template/src/dma_local.rs"]
+mod dma_local;
+
+use dma_local::{Attrs, Coherent, Direction, Gfp, Mask, Pool, Streaming};
+use kernel::{
+    device::{Bound, Core, Device},
+    pci,
+    prelude::*,
+    transmute::{AsBytes, FromBytes},
+};
+
+kernel::module_pci_driver! {
+    type: SelfTest,
+    name: "dma_local_selftest",
+    authors: ["rust-dma-drivers"],
+    description: "Self-test of the dma_local DMA wrapper on QEMU's edu device",
+    license: "GPL",
+}
+
+kernel::pci_device_table!(
+    PCI_TABLE,
+    <SelfTest as pci::Driver>::IdInfo,
+    [(pci::DeviceId::from_class(0x00ff00, 0xffffff), ())]
+);
+
+struct SelfTest;
+
+/// A descriptor as a ring would hold it, for the field macros.
+#[repr(C)]
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+struct Descriptor {
+    address: u64,
+    length: u32,
+    status: u32,
+}
+
+// SAFETY: `repr(C)` of three integers with no padding (8 + 4 + 4 bytes): every byte is initialised.
+unsafe impl AsBytes for Descriptor {}
+// SAFETY: Any bit pattern is a valid value of each integer field.
+unsafe impl FromBytes for Descriptor {}
+
+/// Collects results and prints them as KTAP.
+struct Report {
+    results: KVec<(&'static str, core::result::Result<(), Error>)>,
+}
+
+impl Report {
+    fn run(&mut self, name: &'static str, test: impl FnOnce() -> Result) {
+        let _ = self.results.push((name, test()), GFP_KERNEL);
+    }
+
+    fn print(&self) -> usize {
+        pr_info!("KTAP version 1\n");
+        pr_info!("1..{}\n", self.results.len());
+        let mut failed = 0;
+        for (i, (name, result)) in self.results.iter().enumerate() {
+            match result {
+                Ok(()) => pr_info!("ok {} {}\n", i + 1, name),
+                Err(e) => {
+                    failed += 1;
+                    pr_info!("not ok {} {} # {:?}\n", i + 1, name, e);
+                }
+            }
+        }
+        failed
+    }
+}
+
+/// Fails the test with `EBADE` ("invalid exchange") unless `condition` holds; `EBADE` is used by
+/// nothing
+/// the wrapper returns, so it cannot be mistaken for one of its errors.
+fn expect(condition: bool) -> Result {
+    if condition {
+        Ok(())
+    } else {
+        Err(EBADE)
+    }
+}
+
+/// Ok when `result` is exactly the error `want`.
+fn expect_err<T>(result: Result<T>, want: Error) -> Result {
+    match result {
+        Err(e) if e == want => Ok(()),
+        _ => Err(EBADE),
+    }
+}
+
+const MASK_BITS: u32 = 28;
+
+fn below_mask(address: dma_local::DmaAddress, len: usize) -> bool {
+    address.saturating_add(len as u64) <= 1u64 << MASK_BITS
+}
+
+fn run_all(dev: &Device<Bound>, report: &mut Report) {
+    report.run("mask_bits_limits", || {
+        expect_err(Mask::bits(0), EINVAL)?;
+        expect_err(Mask::bits(65), EINVAL)?;
+        expect(Mask::bits(64)?.value() == u64::MAX)?;
+        expect(Mask::bits(MASK_BITS)?.value() == (1 << MASK_BITS) - 1)
+    });
+    report.run("set_masks", || {
+        dma_local::set_mask_and_coherent(dev, Mask::bits(32)?)?;
+        dma_local::set_mask(dev, Mask::bits(MASK_BITS)?)?;
+        dma_local::set_coherent_mask(dev, Mask::bits(MASK_BITS)?)
+    });
+    report.run("coherent_respects_mask", || {
+        let buf = Coherent::<u8>::alloc(dev, 8192, Gfp::KERNEL)?;
+        expect(below_mask(buf.dma_handle(), buf.size()))
+    });
+    report.run("coherent_zero_length_rejected", || {
+        expect_err(Coherent::<u32>::alloc(dev, 0, Gfp::KERNEL), EINVAL)
+    });
+    report.run("coherent_size_overflow", || {
+        expect_err(
+            Coherent::<u64>::alloc(dev, usize::MAX / 4, Gfp::KERNEL),
+            EOVERFLOW,
+        )
+    });
+    report.run("coherent_allocation_failure", || {
+        let huge = 1usize << 40;
+        expect_err(
+            Coherent::<u8>::alloc_attrs(dev, huge, Gfp::KERNEL | Gfp::NOWARN, Attrs::NO_WARN),
+            ENOMEM,
+        )
+    });
+    report.run("coherent_rejects_no_kernel_mapping", || {
+        expect_err(
+            Coherent::<u8>::alloc_attrs(dev, 64, Gfp::KERNEL, Attrs::NO_KERNEL_MAPPING),
+            EINVAL,
+        )
+    });
+    report.run("coherent_is_zeroed", || {
+        let buf = Coherent::<u64>::alloc(dev, 512, Gfp::KERNEL)?;
+        let mut back = KVec::from_elem(1u64, 512, GFP_KERNEL)?;
+        buf.read_into(0, &mut back)?;
+        expect(back.iter().all(|&v| v == 0))
+    });
+    report.run("bounds_exact_edges", || {
+        let mut buf = Coherent::<u32>::alloc(dev, 16, Gfp::KERNEL)?;
+        buf.write(15, 0xdead_beef)?;
+        expect(buf.read(15)? == 0xdead_beef)?;
+        expect_err(buf.write(16, 1), EINVAL)?;
+        expect_err(buf.read(16), EINVAL)?;
+        // A bulk access that ends exactly at the last element is valid.
+        let mut four = [0u32; 4];
+        buf.read_into(12, &mut four)?;
+        expect(four[3] == 0xdead_beef)?;
+        buf.write_from(12, &[1, 2, 3, 4])?;
+        expect_err(buf.read_into(13, &mut four), EINVAL)?;
+        expect_err(buf.write_from(13, &[0; 4]), EINVAL)?;
+        // Empty accesses at the end are in bounds, one past it are not.
+        buf.read_into(16, &mut [])?;
+        expect_err(buf.read_into(17, &mut []), EINVAL)
+    });
+    report.run("bounds_offset_overflow", || {
+        let mut buf = Coherent::<u32>::alloc(dev, 16, Gfp::KERNEL)?;
+        expect_err(buf.read_into(usize::MAX, &mut [0u32; 1]), EOVERFLOW)?;
+        expect_err(buf.write_from(usize::MAX - 1, &[0u32; 2]), EOVERFLOW)?;
+        expect_err(buf.read(usize::MAX), EOVERFLOW)
+    });
+    report.run("bulk_round_trip_and_handles", || {
+        let mut buf = Coherent::<u32>::alloc(dev, 1024, Gfp::KERNEL)?;
+        let mut data = KVec::with_capacity(1024, GFP_KERNEL)?;
+        for i in 0..1024u32 {
+            data.push(i.wrapping_mul(2_654_435_761), GFP_KERNEL)?;
+        }
+        buf.write_from(0, &data)?;
+        let mut back = KVec::from_elem(0u32, 1024, GFP_KERNEL)?;
+        buf.read_into(0, &mut back)?;
+        expect(back == data)?;
+        expect(buf.dma_handle_at(10)? == buf.dma_handle() + 40)?;
+        expect_err(buf.dma_handle_at(1024), EINVAL)
+    });
+    report.run("field_access_macros", || {
+        let mut ring = Coherent::<Descriptor>::alloc(dev, 4, Gfp::KERNEL)?;
+        crate::dma_write!(ring, 3, address, 0x1234_5678_9abc)?;
+        crate::dma_write!(ring, 3, status, 7)?;
+        expect(crate::dma_read!(ring, 3, status)? == 7)?;
+        expect(crate::dma_read!(ring, 3, length)? == 0)?;
+        expect(
+            ring.read(3)?
+                == Descriptor {
+                    address: 0x1234_5678_9abc,
+                    length: 0,
+                    status: 7,
+                },
+        )?;
+        expect_err(crate::dma_read!(ring, 4, status), EINVAL)?;
+        expect_err(crate::dma_write!(ring, 4, status, 1), EINVAL)
+    });
+    report.run("attrs_operators", || {
+        let both = Attrs::WEAK_ORDERING | Attrs::NO_WARN;
+        expect(both.contains(Attrs::NO_WARN) && !both.contains(Attrs::PRIVILEGED))?;
+        expect(both & Attrs::NO_WARN == Attrs::NO_WARN)?;
+        expect(!Attrs::NONE == Attrs::ALL)?;
+        expect((!both & both) == Attrs::NONE)?;
+        expect(Attrs::NO_WARN.bits() == kernel::bindings::DMA_ATTR_NO_WARN as usize)
+    });
+    report.run("coherent_with_attrs", || {
+        let buf = Coherent::<u8>::alloc_attrs(
+            dev,
+            4096,
+            Gfp::KERNEL,
+            Attrs::WEAK_ORDERING | Attrs::NO_WARN,
+        )?;
+        expect(buf.attrs() == Attrs::WEAK_ORDERING | Attrs::NO_WARN)
+    });
+    report.run("into_and_from_parts", || {
+        let buf = Coherent::<u16>::alloc(dev, 100, Gfp::KERNEL)?;
+        let handle = buf.dma_handle();
+        let parts = buf.into_parts();
+        // SAFETY: `parts` came from `into_parts` of an allocation of `dev`, taken back once.
+        let buf = unsafe { Coherent::from_parts(dev, parts) };
+        expect(buf.dma_handle() == handle && buf.count() == 100)
+    });
+    report.run("streaming_map_sync_unmap", || {
+        let mut data = KVec::with_capacity(3000, GFP_KERNEL)?;
+        for i in 0..3000usize {
+            data.push((i % 251) as u8, GFP_KERNEL)?;
+        }
+        let mut mapping =
+            Streaming::map(dev, data, Direction::Bidirectional, Attrs::NONE).map_err(|(e, _)| e)?;
+        expect(below_mask(mapping.dma_handle(), mapping.len()))?;
+        mapping.cpu_access(|bytes| bytes[0] = 0xff);
+        mapping.sync_for_device();
+        mapping.sync_for_cpu();
+        mapping.sync_for_device();
+        let back = mapping.unmap();
+        expect(
+            back.len() == 3000
+                && back[0] == 0xff
+                && back[1] == 1
+                && back[2999] == (2999 % 251) as u8,
+        )
+    });
+    report.run(
+        "streaming_empty_rejected_buffer_returned",
+        || match Streaming::map(dev, KVec::new(), Direction::ToDevice, Attrs::NONE) {
+            Err((e, buf)) => expect(e == EINVAL && buf.is_empty()),
+            Ok(_) => Err(EBADE),
+        },
+    );
+    report.run("pool_blocks", || {
+        expect_err(Pool::<u64>::new(dev, c"selftest", 0, 8, 0), EINVAL)?;
+        expect_err(Pool::<u64>::new(dev, c"selftest", 512, 3, 0), EINVAL)?;
+        expect_err(Pool::<u64>::new(dev, c"selftest", 512, 4, 0), EINVAL)?;
+        let pool = Pool::<u64>::new(dev, c"selftest", 512, 4096, 4096)?;
+        let mut a = pool.alloc(Gfp::KERNEL)?;
+        let b = pool.alloc(Gfp::KERNEL)?;
+        expect(a.dma_handle() != b.dma_handle())?;
+        expect(a.dma_handle() % 4096 == 0 && below_mask(a.dma_handle(), 4096))?;
+        expect(a.count() == 512 && a.read(511)? == 0)?;
+        a.write(511, 0x0123_4567_89ab_cdef)?;
+        expect(a.read(511)? == 0x0123_4567_89ab_cdef)?;
+        expect_err(a.write(512, 0), EINVAL)?;
+        expect_err(b.read(512), EINVAL)
+    });
+}
+
+impl pci::Driver for SelfTest {
+    type IdInfo = ();
+    type Data<'bound> = ();
+
+    const ID_TABLE: pci::IdTable<Self::IdInfo> = &PCI_TABLE;
+
+    fn probe<'bound>(
+        pdev: &'bound pci::Device<Core<'_>>,
+        _info: Option<&'bound Self::IdInfo>,
+    ) -> impl PinInit<Self::Data<'bound>, Error> + 'bound {
+        let mut report = Report {
+            results: KVec::new(),
+        };
+        run_all(pdev.as_ref(), &mut report);
+        let failed = report.print();
+        pr_info!(
+            "{} of {} passed\n",
+            report.results.len() - failed,
+            report.results.len()
+        );
+        Ok(())
+    }
+}

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Static checks: shellcheck, rustfmt (the kernel's configuration for kernel code), clippy (CLIPPY=1 for
+# kernel code, cargo clippy for the harness) and checkpatch for the C files. Fails on any finding.
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+KSRC=$(scripts/env.sh --get KSRC)
+failed=0
+fail() {
+	printf '[lint] %s\n' "$*" >&2
+	failed=1
+}
+
+shellcheck -S warning scripts/*.sh .ci/run harness/guest/*.sh || fail "shellcheck"
+
+kernel_rust=(template/src/*.rs modules/*/*.rs)
+rustfmt --check --edition 2021 --config-path "$KSRC/.rustfmt.toml" "${kernel_rust[@]}" >/dev/null ||
+	fail "rustfmt: run rustfmt --config-path $KSRC/.rustfmt.toml on ${kernel_rust[*]}"
+cargo fmt --all --check >/dev/null || fail "cargo fmt: run cargo fmt --all"
+cargo clippy --quiet --release --workspace --all-targets -- -D warnings || fail "cargo clippy"
+
+# The template is linted as a driver generated from it.
+generated=target/generated/lint_check
+rm -rf "$generated"
+mkdir -p target/generated
+USER=${USER:-$(id -un)} "$CARGO_GENERATE" generate --path template --name lint_check \
+	--destination target/generated --vcs none --no-workspace --silent >/dev/null 2>&1
+for dir in modules/smoke modules/dma_selftest "$generated"; do
+	make -s -C "$dir" clean >/dev/null
+	if ! out=$(make -s -C "$dir" CLIPPY=1 2>&1) || grep -qE '^(warning|error)' <<<"$out"; then
+		printf '%s\n' "$out" >&2
+		fail "CLIPPY=1 build of $dir"
+	fi
+done
+
+while IFS= read -r c; do
+	"$KSRC/scripts/checkpatch.pl" --no-tree --max-line-length=100 -q --terse --no-summary -f "$c" ||
+		fail "checkpatch $c"
+done < <(git ls-files '*.c' '*.h')
+
+[ "$failed" = 0 ] && echo "[lint] clean"
+exit "$failed"
