@@ -7,5 +7,6 @@ start=$SECONDS
 scripts/setup.sh --quiet
 echo "[test] set-up checked in $((SECONDS - start)) s"
 scripts/lint.sh
+scripts/sync-dma.sh --check
 cargo test --release --workspace -- "$@"
 echo "[test] all done in $((SECONDS - start)) s"
