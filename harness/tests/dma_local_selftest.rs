@@ -45,6 +45,7 @@ const CONTRACTS: &[&str] = &[
     "into_and_from_parts",
     "streaming_map_sync_unmap",
     "streaming_empty_rejected_buffer_returned",
+    "mapping_of_foreign_memory",
     "pool_blocks",
 ];
 

@@ -10,7 +10,7 @@
 #[path = "../../template/src/dma_local.rs"]
 mod dma_local;
 
-use dma_local::{Attrs, Coherent, Direction, Gfp, Mask, Pool, Streaming};
+use dma_local::{Attrs, Coherent, Direction, Gfp, Mapping, Mask, Pool, Streaming};
 use kernel::{
     device::{Bound, Core, Device},
     pci,
@@ -249,6 +249,29 @@ fn run_all(dev: &Device<Bound>, report: &mut Report) {
             Ok(_) => Err(EBADE),
         },
     );
+    report.run("mapping_of_foreign_memory", || {
+        let mut buf = KVec::from_elem(0x5au8, 1500, GFP_KERNEL)?;
+        // SAFETY: `buf` is kmalloc memory that outlives `mapping` (dropped at the end of this block)
+        // and is not touched by the CPU while mapped.
+        let mut mapping = unsafe {
+            Mapping::new(
+                dev,
+                buf.as_mut_ptr(),
+                buf.len(),
+                Direction::FromDevice,
+                Attrs::NONE,
+            )?
+        };
+        expect(mapping.len() == 1500 && below_mask(mapping.dma_handle(), 1500))?;
+        mapping.sync_for_cpu();
+        mapping.sync_for_device();
+        drop(mapping);
+        // SAFETY: as above; a zero-length mapping is refused before anything is mapped.
+        let empty =
+            unsafe { Mapping::new(dev, buf.as_mut_ptr(), 0, Direction::ToDevice, Attrs::NONE) };
+        expect_err(empty, EINVAL)?;
+        expect(buf.iter().all(|&b| b == 0x5a))
+    });
     report.run("pool_blocks", || {
         expect_err(Pool::<u64>::new(dev, c"selftest", 0, 8, 0), EINVAL)?;
         expect_err(Pool::<u64>::new(dev, c"selftest", 512, 3, 0), EINVAL)?;

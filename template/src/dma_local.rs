@@ -10,7 +10,8 @@
 //! assumption it relies on is listed in `dma_local.api`.
 //!
 //! - [`Coherent`]: a typed coherent allocation with checked sizes and bounds and volatile access.
-//! - [`Streaming`]: a buffer mapped for streaming DMA in one [`Direction`], with syncs.
+//! - [`Streaming`]: a buffer mapped for streaming DMA in one [`Direction`], with syncs; [`Mapping`] for
+//!   memory owned elsewhere (socket buffers).
 //! - [`Pool`]: small coherent blocks from a `dma_pool` (descriptor lists).
 //! - [`set_mask`], [`set_coherent_mask`], [`set_mask_and_coherent`].
 //!
@@ -544,30 +545,136 @@ impl Direction {
     }
 }
 
-/// A CPU buffer mapped for streaming DMA in one direction. It owns the buffer; [`Streaming::unmap`]
-/// gives
-/// it back.
-///
-/// While mapped the buffer belongs to the device. The CPU reaches it only through
-/// [`Streaming::cpu_access`], which syncs it for the CPU and, when the access ends, back for the
-/// device.
+/// A streaming mapping of memory that is owned elsewhere, such as a socket buffer's data. The owner keeps
+/// the memory alive and leaves it to the device until the mapping is dropped, which unmaps it; the CPU
+/// reaches it only between [`Mapping::sync_for_cpu`] and [`Mapping::sync_for_device`].
 ///
 /// # Invariants
 ///
-/// `handle` is the mapping, by `dma_map_single_attrs(dev, buf, buf.len(), dir, attrs)`, of `buf`,
-/// not yet
-/// unmapped, and `buf.len() > 0`.
-pub(crate) struct Streaming<'a> {
+/// `handle` is the mapping, by `dma_map_single_attrs(dev, .., len, dir, attrs)`, of `len > 0` bytes, not
+/// yet unmapped.
+pub(crate) struct Mapping<'a> {
     dev: &'a Device<Bound>,
-    buf: KVec<u8>,
     handle: DmaAddress,
+    len: usize,
     dir: Direction,
     attrs: Attrs,
 }
 
+impl<'a> Mapping<'a> {
+    /// Maps `len` bytes at `ptr` for `dev` in direction `dir`. Every mapping is checked with
+    /// `dma_mapping_error`; a failed one is `ENOMEM`.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` points to `len` bytes from the page or slab allocator (not the stack, not vmalloc) that stay
+    /// valid until the mapping is dropped, and that the CPU does not access meanwhile except between
+    /// `sync_for_cpu` and `sync_for_device`.
+    pub(crate) unsafe fn new(
+        dev: &'a Device<Bound>,
+        ptr: *mut u8,
+        len: usize,
+        dir: Direction,
+        attrs: Attrs,
+    ) -> Result<Self> {
+        if len == 0 {
+            return Err(EINVAL);
+        }
+        // SAFETY: By the safety requirements, `ptr..ptr + len` is mappable memory that outlives the
+        // mapping; `raw_device` gives a bound device.
+        let handle = unsafe {
+            dma_local_map_single(
+                raw_device(dev).cast(),
+                ptr.cast(),
+                len,
+                dir.raw(),
+                attrs.bits(),
+            )
+        };
+        // SAFETY: `handle` was just returned by the DMA API for this device.
+        if unsafe { dma_local_mapping_error(raw_device(dev).cast(), handle) } != 0 {
+            return Err(ENOMEM);
+        }
+        // INVARIANT: mapped above, `len > 0`.
+        Ok(Self {
+            dev,
+            handle,
+            len,
+            dir,
+            attrs,
+        })
+    }
+
+    /// The DMA address, for the device.
+    pub(crate) fn dma_handle(&self) -> DmaAddress {
+        self.handle
+    }
+
+    /// The length in bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Always false: empty buffers are not mapped.
+    pub(crate) fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// Syncs the memory for the CPU (`dma_sync_single_for_cpu`).
+    pub(crate) fn sync_for_cpu(&mut self) {
+        // SAFETY: `handle`/`len`/`dir` describe a live mapping of this device (type invariant).
+        unsafe {
+            dma_local_sync_single_for_cpu(
+                raw_device(self.dev).cast(),
+                self.handle,
+                self.len,
+                self.dir.raw(),
+            )
+        };
+    }
+
+    /// Syncs the memory for the device (`dma_sync_single_for_device`).
+    pub(crate) fn sync_for_device(&mut self) {
+        // SAFETY: As in `sync_for_cpu`.
+        unsafe {
+            dma_local_sync_single_for_device(
+                raw_device(self.dev).cast(),
+                self.handle,
+                self.len,
+                self.dir.raw(),
+            )
+        };
+    }
+}
+
+impl Drop for Mapping<'_> {
+    fn drop(&mut self) {
+        // SAFETY: The mapping is live (type invariant) and is unmapped once, here.
+        unsafe {
+            dma_local_unmap_single(
+                raw_device(self.dev).cast(),
+                self.handle,
+                self.len,
+                self.dir.raw(),
+                self.attrs.bits(),
+            )
+        };
+    }
+}
+
+/// A CPU buffer mapped for streaming DMA in one direction. It owns the buffer; [`Streaming::unmap`]
+/// gives it back.
+///
+/// While mapped the buffer belongs to the device. The CPU reaches it only through
+/// [`Streaming::cpu_access`], which syncs it for the CPU and, when the access ends, back for the device.
+pub(crate) struct Streaming<'a> {
+    // Declared before `buf`, so that it is dropped (unmapped) before the buffer is freed.
+    mapping: Mapping<'a>,
+    buf: KVec<u8>,
+}
+
 impl<'a> Streaming<'a> {
-    /// Maps `buf` for `dev` in direction `dir`. On failure the buffer comes back with the error, so
-    /// that
+    /// Maps `buf` for `dev` in direction `dir`. On failure the buffer comes back with the error, so that
     /// nothing is lost.
     pub(crate) fn map(
         dev: &'a Device<Bound>,
@@ -575,39 +682,18 @@ impl<'a> Streaming<'a> {
         dir: Direction,
         attrs: Attrs,
     ) -> core::result::Result<Self, (Error, KVec<u8>)> {
-        if buf.is_empty() {
-            return Err((EINVAL, buf));
-        }
         let mut buf = buf;
-        // SAFETY: `buf` is a live allocation of `buf.len()` bytes that this mapping owns until it
-        // is
-        // unmapped; `raw_device` gives a bound device.
-        let handle = unsafe {
-            dma_local_map_single(
-                raw_device(dev).cast(),
-                buf.as_mut_ptr().cast(),
-                buf.len(),
-                dir.raw(),
-                attrs.bits(),
-            )
-        };
-        // SAFETY: `handle` was just returned by the DMA API for this device.
-        if unsafe { dma_local_mapping_error(raw_device(dev).cast(), handle) } != 0 {
-            return Err((ENOMEM, buf));
+        // SAFETY: `buf`'s heap memory (kmalloc) is owned by the returned `Streaming`, which unmaps it
+        // before freeing it, and lends it to the CPU only through `cpu_access`.
+        match unsafe { Mapping::new(dev, buf.as_mut_ptr(), buf.len(), dir, attrs) } {
+            Ok(mapping) => Ok(Self { mapping, buf }),
+            Err(e) => Err((e, buf)),
         }
-        // INVARIANT: mapped above, `buf` is not empty.
-        Ok(Self {
-            dev,
-            buf,
-            handle,
-            dir,
-            attrs,
-        })
     }
 
     /// The DMA address of the buffer, for the device.
     pub(crate) fn dma_handle(&self) -> DmaAddress {
-        self.handle
+        self.mapping.dma_handle()
     }
 
     /// The length in bytes.
@@ -622,67 +708,27 @@ impl<'a> Streaming<'a> {
 
     /// Syncs the buffer for the CPU (`dma_sync_single_for_cpu`).
     pub(crate) fn sync_for_cpu(&mut self) {
-        // SAFETY: `handle`/`len`/`dir` describe a live mapping of this device (type invariant).
-        unsafe {
-            dma_local_sync_single_for_cpu(
-                raw_device(self.dev).cast(),
-                self.handle,
-                self.buf.len(),
-                self.dir.raw(),
-            )
-        };
+        self.mapping.sync_for_cpu();
     }
 
     /// Syncs the buffer for the device (`dma_sync_single_for_device`).
     pub(crate) fn sync_for_device(&mut self) {
-        // SAFETY: As in `sync_for_cpu`.
-        unsafe {
-            dma_local_sync_single_for_device(
-                raw_device(self.dev).cast(),
-                self.handle,
-                self.buf.len(),
-                self.dir.raw(),
-            )
-        };
+        self.mapping.sync_for_device();
     }
 
-    /// Lends the buffer to the CPU: syncs it for the CPU, runs `f` on it, then syncs it back for
-    /// the
+    /// Lends the buffer to the CPU: syncs it for the CPU, runs `f` on it, then syncs it back for the
     /// device. The device must not access the buffer until this returns.
     pub(crate) fn cpu_access<R>(&mut self, f: impl FnOnce(&mut [u8]) -> R) -> R {
-        self.sync_for_cpu();
+        self.mapping.sync_for_cpu();
         let r = f(&mut self.buf);
-        self.sync_for_device();
+        self.mapping.sync_for_device();
         r
     }
 
     /// Unmaps the buffer and gives it back, with whatever the device wrote into it.
     pub(crate) fn unmap(self) -> KVec<u8> {
-        let mut this = ManuallyDrop::new(self);
-        this.release();
-        // What stays behind is an empty vector, which owns no memory.
-        core::mem::take(&mut this.buf)
-    }
-
-    fn release(&mut self) {
-        // SAFETY: The mapping is live (type invariant) and is unmapped exactly once: from `unmap`,
-        // which
-        // skips `Drop`, or from `Drop`.
-        unsafe {
-            dma_local_unmap_single(
-                raw_device(self.dev).cast(),
-                self.handle,
-                self.buf.len(),
-                self.dir.raw(),
-                self.attrs.bits(),
-            )
-        };
-    }
-}
-
-impl Drop for Streaming<'_> {
-    fn drop(&mut self) {
-        self.release();
+        drop(self.mapping);
+        self.buf
     }
 }
 
