@@ -14,7 +14,7 @@ fail() {
 
 shellcheck -S warning scripts/*.sh .ci/run harness/guest/*.sh || fail "shellcheck"
 
-kernel_rust=(template/src/*.rs modules/*/*.rs)
+kernel_rust=(template/src/*.rs modules/*/*.rs drivers/*/src/*.rs)
 rustfmt --check --edition 2021 --config-path "$KSRC/.rustfmt.toml" "${kernel_rust[@]}" >/dev/null ||
 	fail "rustfmt: run rustfmt --config-path $KSRC/.rustfmt.toml on ${kernel_rust[*]}"
 cargo fmt --all --check >/dev/null || fail "cargo fmt: run cargo fmt --all"
@@ -26,7 +26,7 @@ rm -rf "$generated"
 mkdir -p target/generated
 USER=${USER:-$(id -un)} "$CARGO_GENERATE" generate --path template --name lint_check \
 	--destination target/generated --vcs none --no-workspace --silent >/dev/null 2>&1
-for dir in modules/smoke modules/dma_selftest "$generated"; do
+for dir in modules/* drivers/* "$generated"; do
 	make -s -C "$dir" clean >/dev/null
 	if ! out=$(make -s -C "$dir" CLIPPY=1 2>&1) || grep -qE '^(warning|error)' <<<"$out"; then
 		printf '%s\n' "$out" >&2
@@ -37,7 +37,7 @@ done
 while IFS= read -r c; do
 	"$KSRC/scripts/checkpatch.pl" --no-tree --max-line-length=100 -q --terse --no-summary -f "$c" ||
 		fail "checkpatch $c"
-done < <(git ls-files '*.c' '*.h')
+done < <(git ls-files -- 'template/*.[ch]' 'modules/*.[ch]' 'drivers/*.[ch]')
 
 [ "$failed" = 0 ] && echo "[lint] clean"
 exit "$failed"

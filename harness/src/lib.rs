@@ -17,6 +17,7 @@
 //! ```
 
 mod env;
+mod guest_tools;
 mod initramfs;
 mod kbuild;
 mod kernel_log;
@@ -27,6 +28,7 @@ mod scenario;
 mod template;
 
 pub use env::Env;
+pub use guest_tools::guest_tool;
 pub use kbuild::build_module;
 pub use kernel_log::{problems, Problem};
 pub use ktap::{Ktap, TestResult};

@@ -23,6 +23,14 @@ pub enum NetBackend {
     SocketListen(u16),
     /// Connect to a peer VM listening on 127.0.0.1:port.
     SocketConnect(u16),
+    /// Datagrams between 127.0.0.1:local and 127.0.0.1:remote, one frame each: no stream to stall
+    /// when one side's receive ring is full, which is how a wire behaves.
+    SocketUdp {
+        /// This VM's port.
+        local: u16,
+        /// The peer VM's port.
+        remote: u16,
+    },
 }
 
 /// A network card.
@@ -62,6 +70,7 @@ pub struct Vm {
     pub(crate) modules: Vec<PathBuf>,
     pub(crate) kernel_modules: Vec<String>,
     pub(crate) files: Vec<(String, PathBuf)>,
+    pub(crate) tools: Vec<String>,
     pub(crate) script: String,
     pub(crate) edu: bool,
     pub(crate) nics: Vec<Nic>,
@@ -81,6 +90,7 @@ impl Vm {
             modules: Vec::new(),
             kernel_modules: Vec::new(),
             files: Vec::new(),
+            tools: Vec::new(),
             script: String::new(),
             edu: false,
             nics: Vec::new(),
@@ -131,6 +141,12 @@ impl Vm {
     pub fn file(mut self, guest_path: &str, host: impl AsRef<Path>) -> Vm {
         self.files
             .push((guest_path.to_string(), host.as_ref().to_path_buf()));
+        self
+    }
+
+    /// A guest tool from `harness/guest/tools/<name>.c`, built static and put in `/bin/<name>`.
+    pub fn tool(mut self, name: &str) -> Vm {
+        self.tools.push(name.to_string());
         self
     }
 
@@ -253,6 +269,9 @@ impl Vm {
                 }
                 NetBackend::SocketConnect(port) => {
                     format!("socket,id=net{i},connect=127.0.0.1:{port}")
+                }
+                NetBackend::SocketUdp { local, remote } => {
+                    format!("socket,id=net{i},udp=127.0.0.1:{remote},localaddr=127.0.0.1:{local}")
                 }
             };
             let b = bus(&mut args);

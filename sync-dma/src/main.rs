@@ -700,6 +700,11 @@ fn log_changes(
             ));
         }
     }
+    let old_dirs: BTreeSet<&String> = old.copies.keys().map(|(d, _)| d).collect();
+    let new_dirs: BTreeSet<&String> = new.copies.keys().map(|(d, _)| d).collect();
+    for added in new_dirs.difference(&old_dirs) {
+        entry.push_str(&format!("- copy recorded: {added}\n"));
+    }
     if touched.is_empty() {
         entry.push_str("- drivers touched: none\n");
     } else {

@@ -1,0 +1,445 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! e1000_rs: a Rust driver for the Intel 82540EM Gigabit Ethernet controller as QEMU emulates it
+//! (8086:100e), with its own private `dma_local` DMA wrapper.
+//!
+//! Probe resets the controller, reads the Ethernet address from the EEPROM and registers a
+//! `net_device`. Opening the interface allocates the descriptor rings, programs the receiver and the
+//! transmitter and enables interrupts; the interrupt handler only masks interrupts and schedules NAPI,
+//! and the NAPI poll cleans both rings.
+
+mod dma_local;
+mod netdev;
+mod regs;
+mod ring;
+
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use kernel::{
+    bindings,
+    device::{Bound, Core},
+    io::Io,
+    new_spinlock, pci,
+    prelude::*,
+    sync::SpinLock,
+    time::{delay::fsleep, Delta},
+};
+
+use dma_local::Mask;
+use netdev::{MacAddress, Napi, NetDev, Skb, Stats};
+use ring::{RxRing, TxRing};
+
+kernel::module_pci_driver! {
+    type: E1000Driver,
+    name: "e1000_rs",
+    authors: ["rust-dma-drivers"],
+    description: "Intel 82540EM (QEMU e1000) Ethernet driver in Rust",
+    license: "GPL",
+}
+
+type Bar0<'bound> = pci::Bar<'bound, { regs::BAR0_SIZE }>;
+
+/// Interrupt throttling as the C driver starts it: 20000 interrupts/s, in 256 ns units.
+const ITR_20K: u32 = 195;
+/// Transmit interrupt delay, in 1.024 us units (the C driver's default).
+const TIDV_DEFAULT: u32 = 8;
+
+kernel::pci_device_table!(
+    PCI_TABLE,
+    <E1000Driver as pci::Driver>::IdInfo,
+    [(pci::DeviceId::from_id(pci::Vendor::INTEL, 0x100e), ())]
+);
+
+struct E1000Driver;
+
+/// Counters kept by the driver.
+#[derive(Default)]
+struct Counters {
+    rx_packets: AtomicU64,
+    rx_bytes: AtomicU64,
+    tx_packets: AtomicU64,
+    tx_bytes: AtomicU64,
+    rx_errors: AtomicU64,
+    rx_length_errors: AtomicU64,
+    rx_dropped: AtomicU64,
+    tx_dropped: AtomicU64,
+}
+
+/// Error counters of the hardware, which clear on read and are therefore summed here.
+#[derive(Default, Clone, Copy)]
+struct HwErrors {
+    crc: u64,
+    length: u64,
+    missed: u64,
+}
+
+/// A bound 82540EM.
+///
+/// # Invariants
+///
+/// - `irq` is requested with a pointer to this pinned object as its cookie until `PinnedDrop`.
+/// - `netdev`'s adapter pointer is this object.
+#[pin_data(PinnedDrop)]
+pub(crate) struct E1000<'bound> {
+    pdev: &'bound pci::Device<Bound>,
+    bar: Bar0<'bound>,
+    netdev: NetDev,
+    #[pin]
+    tx: SpinLock<Option<TxRing<'bound>>>,
+    #[pin]
+    rx: SpinLock<Option<RxRing<'bound>>>,
+    #[pin]
+    hw_errors: SpinLock<HwErrors>,
+    counters: Counters,
+    /// The interface is open: interrupts may schedule NAPI.
+    running: AtomicBool,
+    irq: u32,
+    _vectors: pci::IrqVectorRegistration<'bound>,
+}
+
+impl pci::Driver for E1000Driver {
+    type IdInfo = ();
+    type Data<'bound> = E1000<'bound>;
+
+    const ID_TABLE: pci::IdTable<Self::IdInfo> = &PCI_TABLE;
+
+    fn probe<'bound>(
+        pdev: &'bound pci::Device<Core<'_>>,
+        _info: Option<&'bound Self::IdInfo>,
+    ) -> impl PinInit<Self::Data<'bound>, Error> + 'bound {
+        let bound: &'bound pci::Device<Bound> = pdev;
+        try_pin_init!(&this in E1000 {
+            pdev: {
+                pdev.enable_device_mem()?;
+                pdev.set_master();
+                dma_local::set_mask_and_coherent(bound.as_ref(), Mask::bits(64)?)?;
+                bound
+            },
+            bar: {
+                let bar = bound.iomap_region_sized::<{ regs::BAR0_SIZE }>(0, c"e1000_rs")?;
+                reset(&bar);
+                bar
+            },
+            netdev: {
+                let netdev = NetDev::alloc(bound.as_ref())?;
+                let mac = read_mac_address(bar)?;
+                netdev.set_hw_addr(&mac);
+                program_mac_address(bar, &mac);
+                // SAFETY: `this` is pinned and outlives the registration and the IRQ (`PinnedDrop`
+                // unregisters and frees both before anything else goes).
+                unsafe { netdev.set_adapter(this.as_ptr()) };
+                netdev
+            },
+            tx <- new_spinlock!(None, "e1000_rs:tx"),
+            rx <- new_spinlock!(None, "e1000_rs:rx"),
+            hw_errors <- new_spinlock!(HwErrors::default(), "e1000_rs:hw_errors"),
+            counters: Counters::default(),
+            running: AtomicBool::new(false),
+            _vectors: bound.alloc_irq_vectors(1, 1, pci::IrqTypes::all())?,
+            irq: kernel::irq::IrqRequest::from(_vectors.index(0)?).irq(),
+            _: {
+                // SAFETY: `e1000_irq` matches `irq_handler_t`; the cookie is this pinned object, whose
+                // fields are all initialised and which frees the IRQ in `PinnedDrop`.
+                kernel::error::to_result(unsafe {
+                    bindings::request_threaded_irq(
+                        *irq,
+                        Some(e1000_irq),
+                        None,
+                        bindings::IRQF_SHARED as usize,
+                        c"e1000_rs".as_char_ptr(),
+                        this.as_ptr().cast(),
+                    )
+                })?;
+            },
+        })
+        .pin_chain(|e1000| {
+            // SAFETY: Registration does not move the pinned object.
+            let e1000 = unsafe { e1000.get_unchecked_mut() };
+            e1000.netdev.register()?;
+            e1000.netdev.set_carrier(false);
+            dev_info!(e1000.pdev, "registered, Ethernet address from the EEPROM\n");
+            Ok(())
+        })
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for E1000<'_> {
+    fn drop(self: Pin<&mut Self>) {
+        // SAFETY: Nothing here moves the object.
+        let this = unsafe { self.get_unchecked_mut() };
+        // Closes the interface first, which stops the rings and frees them.
+        this.netdev.unregister();
+        // SAFETY: Requested in probe with this cookie (type invariant); freed once, here.
+        unsafe { bindings::free_irq(this.irq, core::ptr::from_mut(this).cast()) };
+        // No DMA once the driver is gone.
+        reset(&this.bar);
+    }
+}
+
+/// Resets the controller and leaves every interrupt masked and the link set up.
+fn reset(bar: &Bar0<'_>) {
+    bar.write32(u32::MAX, regs::IMC);
+    bar.write32(0, regs::RCTL);
+    bar.write32(0, regs::TCTL);
+    let _ = bar.read32(regs::STATUS);
+    fsleep(Delta::from_millis(10));
+    bar.write32(bar.read32(regs::CTRL) | regs::CTRL_RST, regs::CTRL);
+    fsleep(Delta::from_millis(10));
+    bar.write32(u32::MAX, regs::IMC);
+    let _ = bar.read32(regs::ICR);
+    bar.write32(
+        bar.read32(regs::CTRL) | regs::CTRL_SLU | regs::CTRL_ASDE,
+        regs::CTRL,
+    );
+}
+
+/// Reads one 16-bit EEPROM word through EERD.
+fn read_eeprom(bar: &Bar0<'_>, word: u32) -> Result<u16> {
+    bar.write32(
+        regs::EERD_START | (word << regs::EERD_ADDR_SHIFT),
+        regs::EERD,
+    );
+    for _ in 0..1000 {
+        let eerd = bar.read32(regs::EERD);
+        if eerd & regs::EERD_DONE != 0 {
+            return Ok((eerd >> regs::EERD_DATA_SHIFT) as u16);
+        }
+        fsleep(Delta::from_micros(5));
+    }
+    Err(ETIMEDOUT)
+}
+
+fn read_mac_address(bar: &Bar0<'_>) -> Result<MacAddress> {
+    let mut mac = [0u8; 6];
+    for word in 0..regs::EEPROM_MAC_WORDS {
+        let value = read_eeprom(bar, word)?.to_le_bytes();
+        mac[2 * word as usize] = value[0];
+        mac[2 * word as usize + 1] = value[1];
+    }
+    if !netdev::valid_ether_addr(&mac) {
+        return Err(EADDRNOTAVAIL);
+    }
+    Ok(mac)
+}
+
+/// Receive Address entry 0: the frames the receiver accepts.
+fn program_mac_address(bar: &Bar0<'_>, mac: &MacAddress) {
+    let low = u32::from_le_bytes([mac[0], mac[1], mac[2], mac[3]]);
+    let high = u32::from(u16::from_le_bytes([mac[4], mac[5]])) | regs::RAH_AV;
+    bar.write32(low, regs::RAL0);
+    bar.write32(high, regs::RAH0);
+}
+
+/// The interrupt handler: acknowledges, follows the link, and leaves the rings to NAPI.
+///
+/// # Safety
+///
+/// `cookie` is the `E1000` that requested the interrupt, alive until `free_irq` returns.
+unsafe extern "C" fn e1000_irq(
+    _irq: kernel::ffi::c_int,
+    cookie: *mut kernel::ffi::c_void,
+) -> bindings::irqreturn_t {
+    // SAFETY: By the function's safety requirement.
+    let e1000 = unsafe { &*cookie.cast::<E1000<'_>>() };
+    let cause = e1000.bar.read32(regs::ICR);
+    if cause == 0 {
+        return bindings::irqreturn::IRQ_NONE;
+    }
+    if !e1000.running.load(Ordering::Acquire) {
+        return bindings::irqreturn::IRQ_HANDLED;
+    }
+    if cause & regs::INT_LSC != 0 {
+        e1000.update_carrier();
+    }
+    e1000.bar.write32(u32::MAX, regs::IMC);
+    e1000.netdev.napi().schedule();
+    bindings::irqreturn::IRQ_HANDLED
+}
+
+impl E1000<'_> {
+    fn update_carrier(&self) {
+        let up = self.bar.read32(regs::STATUS) & regs::STATUS_LU != 0;
+        if up != self.netdev.carrier_ok() {
+            self.netdev.set_carrier(up);
+            dev_info!(self.pdev, "link {}\n", if up { "up" } else { "down" });
+        }
+    }
+
+    /// `ndo_open`: rings, receiver, transmitter, interrupts.
+    pub(crate) fn open(&self) -> Result {
+        let dev = self.pdev.as_ref();
+        let tx = TxRing::new(dev)?;
+        let rx = RxRing::new(dev, &self.netdev)?;
+        let (tx_base, tx_len) = tx.base();
+        let (rx_base, rx_len) = rx.base();
+        let bar = &self.bar;
+        bar.write32(tx_base as u32, regs::TDBAL);
+        bar.write32((tx_base >> 32) as u32, regs::TDBAH);
+        bar.write32(tx_len as u32, regs::TDLEN);
+        bar.write32(0, regs::TDH);
+        bar.write32(0, regs::TDT);
+        bar.write32(regs::TIPG_COPPER, regs::TIPG);
+        bar.write32(TIDV_DEFAULT, regs::TIDV);
+        bar.write32(rx_base as u32, regs::RDBAL);
+        bar.write32((rx_base >> 32) as u32, regs::RDBAH);
+        bar.write32(rx_len as u32, regs::RDLEN);
+        bar.write32(0, regs::RDH);
+        bar.write32(0, regs::RDTR);
+        for i in 0..regs::MTA_ENTRIES {
+            bar.write32(0, regs::MTA + 4 * i);
+        }
+        *self.tx.lock() = Some(tx);
+        *self.rx.lock() = Some(rx);
+        // Every descriptor but one is the device's: head 0, tail at the last.
+        bar.write32((ring::RING_SIZE - 1) as u32, regs::RDT);
+        bar.write32(
+            regs::RCTL_EN | regs::RCTL_BAM | regs::RCTL_SECRC,
+            regs::RCTL,
+        );
+        bar.write32(
+            regs::TCTL_EN | regs::TCTL_PSP | regs::TCTL_CT_DEFAULT | regs::TCTL_COLD_FULL_DUPLEX,
+            regs::TCTL,
+        );
+        bar.write32(ITR_20K, regs::ITR);
+        self.netdev.reset_queue();
+        self.netdev.napi().enable();
+        self.running.store(true, Ordering::Release);
+        let _ = bar.read32(regs::ICR);
+        bar.write32(regs::INT_ENABLED, regs::IMS);
+        self.update_carrier();
+        self.netdev.start_queue();
+        Ok(())
+    }
+
+    /// `ndo_stop`: no interrupt, no DMA, no buffer left.
+    pub(crate) fn stop(&self) {
+        self.netdev.stop_queue();
+        self.running.store(false, Ordering::Release);
+        reset(&self.bar);
+        // SAFETY: `irq` is requested (type invariant); this waits for a running handler.
+        unsafe { bindings::synchronize_irq(self.irq) };
+        self.netdev.napi().disable();
+        self.netdev.set_carrier(false);
+        // The device no longer owns any descriptor: unmap and free everything.
+        *self.tx.lock() = None;
+        *self.rx.lock() = None;
+        self.netdev.reset_queue();
+    }
+
+    /// `ndo_start_xmit`: the skb comes back when the ring is full.
+    pub(crate) fn xmit(&self, skb: Skb) -> core::result::Result<(), Skb> {
+        let mut guard = self.tx.lock();
+        let Some(tx) = (*guard).as_mut() else {
+            self.counters.tx_dropped.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        };
+        let len = skb.len();
+        match tx.push(skb) {
+            Err(skb) => {
+                self.netdev.stop_queue();
+                return Err(skb);
+            }
+            Ok(None) => {
+                self.counters.tx_dropped.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(Some(tail)) => {
+                self.netdev.sent_queue(len);
+                // The MMIO write orders after the descriptor writes (writel).
+                self.bar.write32(tail as u32, regs::TDT);
+            }
+        }
+        if tx.nearly_full() {
+            self.netdev.stop_queue();
+        }
+        Ok(())
+    }
+
+    /// The NAPI poll: transmit completions, then up to `budget` received frames.
+    pub(crate) fn poll(&self, napi: Napi, budget: i32) -> i32 {
+        {
+            let mut guard = self.tx.lock();
+            if let Some(tx) = (*guard).as_mut() {
+                let done = tx.clean(budget);
+                if done.packets > 0 {
+                    self.netdev
+                        .completed_queue(done.packets as u32, done.bytes as u32);
+                    self.counters
+                        .tx_packets
+                        .fetch_add(done.packets, Ordering::Relaxed);
+                    self.counters
+                        .tx_bytes
+                        .fetch_add(done.bytes, Ordering::Relaxed);
+                }
+                if self.netdev.queue_stopped() && tx.has_room() {
+                    self.netdev.wake_queue();
+                }
+            }
+        }
+        let mut work = 0;
+        {
+            let mut guard = self.rx.lock();
+            if let Some(rx) = (*guard).as_mut() {
+                let (done, tail) = rx.clean(&self.netdev, budget.max(0) as usize, |skb| {
+                    napi.receive(skb)
+                });
+                if let Some(tail) = tail {
+                    self.bar.write32(tail as u32, regs::RDT);
+                }
+                let c = &self.counters;
+                c.rx_packets
+                    .fetch_add(done.frames.packets, Ordering::Relaxed);
+                c.rx_bytes.fetch_add(done.frames.bytes, Ordering::Relaxed);
+                c.rx_errors
+                    .fetch_add(done.errors + done.length_errors, Ordering::Relaxed);
+                c.rx_length_errors
+                    .fetch_add(done.length_errors, Ordering::Relaxed);
+                c.rx_dropped.fetch_add(done.dropped, Ordering::Relaxed);
+                work =
+                    (done.frames.packets + done.errors + done.length_errors + done.dropped) as i32;
+            }
+        }
+        if work < budget && napi.complete_done(work) && self.running.load(Ordering::Acquire) {
+            self.bar.write32(regs::INT_ENABLED, regs::IMS);
+        }
+        work.min(budget)
+    }
+
+    /// `ndo_get_stats64`.
+    pub(crate) fn stats(&self) -> Stats {
+        let hw = {
+            let mut errors = self.hw_errors.lock();
+            errors.crc += u64::from(self.bar.read32(regs::CRCERRS));
+            errors.length += u64::from(self.bar.read32(regs::RLEC))
+                + u64::from(self.bar.read32(regs::RUC))
+                + u64::from(self.bar.read32(regs::ROC));
+            errors.missed += u64::from(self.bar.read32(regs::MPC));
+            *errors
+        };
+        let c = &self.counters;
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let length_errors = get(&c.rx_length_errors) + hw.length;
+        Stats {
+            rx_packets: get(&c.rx_packets),
+            rx_bytes: get(&c.rx_bytes),
+            tx_packets: get(&c.tx_packets),
+            tx_bytes: get(&c.tx_bytes),
+            rx_errors: get(&c.rx_errors) + hw.crc + hw.length,
+            rx_dropped: get(&c.rx_dropped),
+            tx_dropped: get(&c.tx_dropped),
+            rx_length_errors: length_errors,
+            rx_crc_errors: hw.crc,
+            rx_missed_errors: hw.missed,
+        }
+    }
+
+    /// `ndo_set_mac_address`.
+    pub(crate) fn set_mac_address(&self, mac: &MacAddress) -> Result {
+        if !netdev::valid_ether_addr(mac) {
+            return Err(EADDRNOTAVAIL);
+        }
+        self.netdev.set_hw_addr(mac);
+        program_mac_address(&self.bar, mac);
+        Ok(())
+    }
+}

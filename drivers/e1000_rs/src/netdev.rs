@@ -1,0 +1,435 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The driver's own thin netdev layer: the kernel crate has no `net_device` abstraction, so this wraps
+//! `netdev_shim.c` (one-line wrappers of what Rust cannot call) in owned types, and receives the
+//! `net_device_ops` callbacks, which it hands to the adapter in `driver.rs`.
+
+use core::ptr::NonNull;
+
+use kernel::{
+    bindings,
+    ffi::{c_int, c_uint, c_void},
+    prelude::*,
+};
+
+use crate::E1000;
+
+/// Opaque C types of the shim.
+#[repr(C)]
+pub(crate) struct NetDevice {
+    _opaque: [u8; 0],
+}
+#[repr(C)]
+pub(crate) struct NapiStruct {
+    _opaque: [u8; 0],
+}
+#[repr(C)]
+pub(crate) struct LinkStats64 {
+    _opaque: [u8; 0],
+}
+
+/// The counters reported through `ndo_get_stats64`; the layout of `struct e1000_rs_stats`.
+#[repr(C)]
+#[derive(Default, Clone, Copy, Debug)]
+pub(crate) struct Stats {
+    pub(crate) rx_packets: u64,
+    pub(crate) rx_bytes: u64,
+    pub(crate) tx_packets: u64,
+    pub(crate) tx_bytes: u64,
+    pub(crate) rx_errors: u64,
+    pub(crate) rx_dropped: u64,
+    pub(crate) tx_dropped: u64,
+    pub(crate) rx_length_errors: u64,
+    pub(crate) rx_crc_errors: u64,
+    pub(crate) rx_missed_errors: u64,
+}
+
+extern "C" {
+    fn e1000_rs_alloc_netdev(parent: *mut c_void) -> *mut NetDevice;
+    fn e1000_rs_adapter(dev: *mut NetDevice) -> *mut c_void;
+    fn e1000_rs_set_adapter(dev: *mut NetDevice, adapter: *mut c_void);
+    fn e1000_rs_napi(dev: *mut NetDevice) -> *mut NapiStruct;
+    fn e1000_rs_napi_dev(napi: *mut NapiStruct) -> *mut NetDevice;
+    fn e1000_rs_register(dev: *mut NetDevice) -> c_int;
+    fn e1000_rs_unregister(dev: *mut NetDevice);
+    fn e1000_rs_free(dev: *mut NetDevice);
+    fn e1000_rs_set_hw_addr(dev: *mut NetDevice, addr: *const u8);
+    fn e1000_rs_sockaddr_data(sockaddr: *mut c_void) -> *const u8;
+    fn e1000_rs_valid_ether_addr(addr: *const u8) -> bool;
+    fn e1000_rs_carrier(dev: *mut NetDevice, on: bool);
+    fn e1000_rs_carrier_ok(dev: *mut NetDevice) -> bool;
+    fn e1000_rs_start_queue(dev: *mut NetDevice);
+    fn e1000_rs_stop_queue(dev: *mut NetDevice);
+    fn e1000_rs_wake_queue(dev: *mut NetDevice);
+    fn e1000_rs_queue_stopped(dev: *mut NetDevice) -> bool;
+    fn e1000_rs_sent_queue(dev: *mut NetDevice, bytes: c_uint);
+    fn e1000_rs_completed_queue(dev: *mut NetDevice, packets: c_uint, bytes: c_uint);
+    fn e1000_rs_reset_queue(dev: *mut NetDevice);
+    fn e1000_rs_napi_enable(napi: *mut NapiStruct);
+    fn e1000_rs_napi_disable(napi: *mut NapiStruct);
+    fn e1000_rs_napi_schedule(napi: *mut NapiStruct);
+    fn e1000_rs_napi_complete_done(napi: *mut NapiStruct, work_done: c_int) -> bool;
+    fn e1000_rs_alloc_rx_skb(dev: *mut NetDevice, length: c_uint) -> *mut bindings::sk_buff;
+    fn e1000_rs_skb_data(skb: *mut bindings::sk_buff) -> *mut u8;
+    fn e1000_rs_skb_len(skb: *mut bindings::sk_buff) -> c_uint;
+    fn e1000_rs_skb_put(skb: *mut bindings::sk_buff, length: c_uint);
+    fn e1000_rs_receive(napi: *mut NapiStruct, skb: *mut bindings::sk_buff);
+    fn e1000_rs_free_skb(skb: *mut bindings::sk_buff);
+    fn e1000_rs_consume_skb(skb: *mut bindings::sk_buff, budget: c_int);
+    fn e1000_rs_set_stats(stats: *mut LinkStats64, counters: *const Stats);
+}
+
+/// `enum netdev_tx` values (bindgen does not see `netdevice.h`; the shim asserts them at build time).
+const NETDEV_TX_OK: c_int = 0x00;
+const NETDEV_TX_BUSY: c_int = 0x10;
+
+/// An Ethernet address.
+pub(crate) type MacAddress = [u8; 6];
+
+/// Whether `addr` is a valid unicast address (`is_valid_ether_addr`).
+pub(crate) fn valid_ether_addr(addr: &MacAddress) -> bool {
+    // SAFETY: `addr` points to 6 readable bytes.
+    unsafe { e1000_rs_valid_ether_addr(addr.as_ptr()) }
+}
+
+/// A `net_device` this driver allocated, with its NAPI context.
+///
+/// # Invariants
+///
+/// `raw` came from `e1000_rs_alloc_netdev` and is freed only by `Drop`; `registered` says whether it
+/// is registered.
+pub(crate) struct NetDev {
+    raw: NonNull<NetDevice>,
+    registered: bool,
+}
+
+// SAFETY: A `net_device` may be used from any thread; the kernel serialises what needs it.
+unsafe impl Send for NetDev {}
+// SAFETY: Every method through `&NetDev` is a netdev call that is safe from any context.
+unsafe impl Sync for NetDev {}
+
+impl NetDev {
+    /// Allocates an Ethernet `net_device` for the PCI device `parent`, with the driver's callbacks.
+    pub(crate) fn alloc(parent: &kernel::device::Device) -> Result<Self> {
+        // A `Device` is transparent over the C `struct device` (as in dma_local).
+        let parent = core::ptr::from_ref(parent).cast_mut().cast::<c_void>();
+        // SAFETY: `parent` is a valid device.
+        let raw = unsafe { e1000_rs_alloc_netdev(parent) };
+        // INVARIANT: just allocated, not registered.
+        Ok(Self {
+            raw: NonNull::new(raw).ok_or(ENOMEM)?,
+            registered: false,
+        })
+    }
+
+    fn raw(&self) -> *mut NetDevice {
+        self.raw.as_ptr()
+    }
+
+    /// Points the `net_device`'s callbacks at `adapter`.
+    ///
+    /// # Safety
+    ///
+    /// `adapter` stays valid, and pinned, until the `net_device` is unregistered and its IRQ freed.
+    pub(crate) unsafe fn set_adapter(&self, adapter: *const E1000<'_>) {
+        // SAFETY: `raw` is valid (type invariant).
+        unsafe { e1000_rs_set_adapter(self.raw(), adapter.cast_mut().cast()) };
+    }
+
+    /// Registers the interface with the networking stack.
+    pub(crate) fn register(&mut self) -> Result {
+        // SAFETY: `raw` is valid and not registered yet when this succeeds.
+        kernel::error::to_result(unsafe { e1000_rs_register(self.raw()) })?;
+        self.registered = true;
+        Ok(())
+    }
+
+    /// Unregisters the interface (which closes it first); a no-op when not registered.
+    pub(crate) fn unregister(&mut self) {
+        if self.registered {
+            // SAFETY: `raw` is valid and registered.
+            unsafe { e1000_rs_unregister(self.raw()) };
+            self.registered = false;
+        }
+    }
+
+    /// The NAPI context.
+    pub(crate) fn napi(&self) -> Napi {
+        // SAFETY: `raw` is valid; the NAPI context lives in its private area.
+        Napi(unsafe { e1000_rs_napi(self.raw()) })
+    }
+
+    /// Sets the interface's hardware address.
+    pub(crate) fn set_hw_addr(&self, addr: &MacAddress) {
+        // SAFETY: `raw` is valid; `addr` has 6 bytes.
+        unsafe { e1000_rs_set_hw_addr(self.raw(), addr.as_ptr()) };
+    }
+
+    /// Sets the carrier on or off.
+    pub(crate) fn set_carrier(&self, on: bool) {
+        // SAFETY: `raw` is valid.
+        unsafe { e1000_rs_carrier(self.raw(), on) };
+    }
+
+    /// Whether the carrier is on.
+    pub(crate) fn carrier_ok(&self) -> bool {
+        // SAFETY: `raw` is valid.
+        unsafe { e1000_rs_carrier_ok(self.raw()) }
+    }
+
+    /// Starts the transmit queue.
+    pub(crate) fn start_queue(&self) {
+        // SAFETY: `raw` is valid.
+        unsafe { e1000_rs_start_queue(self.raw()) };
+    }
+
+    /// Stops the transmit queue.
+    pub(crate) fn stop_queue(&self) {
+        // SAFETY: `raw` is valid.
+        unsafe { e1000_rs_stop_queue(self.raw()) };
+    }
+
+    /// Wakes the transmit queue.
+    pub(crate) fn wake_queue(&self) {
+        // SAFETY: `raw` is valid.
+        unsafe { e1000_rs_wake_queue(self.raw()) };
+    }
+
+    /// Whether the transmit queue is stopped.
+    pub(crate) fn queue_stopped(&self) -> bool {
+        // SAFETY: `raw` is valid.
+        unsafe { e1000_rs_queue_stopped(self.raw()) }
+    }
+
+    /// Byte queue limits: `bytes` were handed to the hardware.
+    pub(crate) fn sent_queue(&self, bytes: u32) {
+        // SAFETY: `raw` is valid.
+        unsafe { e1000_rs_sent_queue(self.raw(), bytes) };
+    }
+
+    /// Byte queue limits: the hardware finished `packets` packets of `bytes` bytes.
+    pub(crate) fn completed_queue(&self, packets: u32, bytes: u32) {
+        // SAFETY: `raw` is valid.
+        unsafe { e1000_rs_completed_queue(self.raw(), packets, bytes) };
+    }
+
+    /// Byte queue limits: forget everything in flight.
+    pub(crate) fn reset_queue(&self) {
+        // SAFETY: `raw` is valid.
+        unsafe { e1000_rs_reset_queue(self.raw()) };
+    }
+
+    /// Allocates a receive buffer of `length` bytes, IP-aligned.
+    pub(crate) fn alloc_rx_skb(&self, length: u32) -> Option<Skb> {
+        // SAFETY: `raw` is valid.
+        NonNull::new(unsafe { e1000_rs_alloc_rx_skb(self.raw(), length) }).map(Skb)
+    }
+}
+
+impl Drop for NetDev {
+    fn drop(&mut self) {
+        self.unregister();
+        // SAFETY: `raw` is valid and unregistered; it is freed once, here.
+        unsafe { e1000_rs_free(self.raw()) };
+    }
+}
+
+/// The interface's NAPI context.
+#[derive(Clone, Copy)]
+pub(crate) struct Napi(*mut NapiStruct);
+
+impl Napi {
+    /// Enables polling.
+    pub(crate) fn enable(self) {
+        // SAFETY: The context belongs to a live `net_device` (it comes from `NetDev::napi` or a poll).
+        unsafe { e1000_rs_napi_enable(self.0) };
+    }
+
+    /// Disables polling, waiting for a running poll to finish.
+    pub(crate) fn disable(self) {
+        // SAFETY: As in `enable`.
+        unsafe { e1000_rs_napi_disable(self.0) };
+    }
+
+    /// Schedules a poll.
+    pub(crate) fn schedule(self) {
+        // SAFETY: As in `enable`.
+        unsafe { e1000_rs_napi_schedule(self.0) };
+    }
+
+    /// Ends a poll that did `work_done`; false when polling must go on.
+    pub(crate) fn complete_done(self, work_done: i32) -> bool {
+        // SAFETY: As in `enable`.
+        unsafe { e1000_rs_napi_complete_done(self.0, work_done) }
+    }
+
+    /// Passes a received frame to the stack.
+    pub(crate) fn receive(self, skb: Skb) {
+        let raw = skb.into_raw();
+        // SAFETY: As in `enable`; the stack takes ownership of `raw`.
+        unsafe { e1000_rs_receive(self.0, raw) };
+    }
+}
+
+/// An owned socket buffer, freed on drop.
+pub(crate) struct Skb(NonNull<bindings::sk_buff>);
+
+// SAFETY: An skb may be freed or handed on from any thread.
+unsafe impl Send for Skb {}
+
+impl Skb {
+    /// Takes ownership of `raw`.
+    ///
+    /// # Safety
+    ///
+    /// `raw` is a valid skb whose ownership passes to the returned value.
+    pub(crate) unsafe fn from_raw(raw: *mut bindings::sk_buff) -> Option<Self> {
+        NonNull::new(raw).map(Skb)
+    }
+
+    /// Gives ownership back.
+    pub(crate) fn into_raw(self) -> *mut bindings::sk_buff {
+        let raw = self.0.as_ptr();
+        core::mem::forget(self);
+        raw
+    }
+
+    /// The start of its data.
+    pub(crate) fn data(&self) -> *mut u8 {
+        // SAFETY: `self.0` is a valid skb.
+        unsafe { e1000_rs_skb_data(self.0.as_ptr()) }
+    }
+
+    /// Its length in bytes.
+    pub(crate) fn len(&self) -> u32 {
+        // SAFETY: `self.0` is a valid skb.
+        unsafe { e1000_rs_skb_len(self.0.as_ptr()) }
+    }
+
+    /// Extends its data by `length` bytes that the device wrote.
+    pub(crate) fn put(&mut self, length: u32) {
+        // SAFETY: `self.0` is a valid skb allocated with room for `length` bytes.
+        unsafe { e1000_rs_skb_put(self.0.as_ptr(), length) };
+    }
+
+    /// Frees it as transmitted, from a NAPI poll with `budget`.
+    pub(crate) fn consume(self, budget: i32) {
+        let raw = self.into_raw();
+        // SAFETY: `raw` is a valid skb we owned.
+        unsafe { e1000_rs_consume_skb(raw, budget) };
+    }
+}
+
+impl Drop for Skb {
+    fn drop(&mut self) {
+        // SAFETY: `self.0` is a valid skb we own; freed once.
+        unsafe { e1000_rs_free_skb(self.0.as_ptr()) };
+    }
+}
+
+/// The adapter behind a `net_device` of this driver.
+///
+/// # Safety
+///
+/// `dev` is a `net_device` of this driver whose adapter was set and is still alive.
+unsafe fn adapter<'a>(dev: *mut NetDevice) -> &'a E1000<'a> {
+    // SAFETY: By the function's safety requirements.
+    unsafe { &*e1000_rs_adapter(dev).cast::<E1000<'a>>() }
+}
+
+/// `ndo_open`.
+///
+/// # Safety
+///
+/// Called by the networking stack with one of this driver's registered devices.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn e1000_rs_open(dev: *mut NetDevice) -> c_int {
+    // SAFETY: A registered device of this driver has its adapter set until it is unregistered.
+    match unsafe { adapter(dev) }.open() {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// `ndo_stop`.
+///
+/// # Safety
+///
+/// As for [`e1000_rs_open`].
+#[no_mangle]
+pub(crate) unsafe extern "C" fn e1000_rs_stop(dev: *mut NetDevice) -> c_int {
+    // SAFETY: As in `e1000_rs_open`.
+    unsafe { adapter(dev) }.stop();
+    0
+}
+
+/// `ndo_start_xmit`: returns `NETDEV_TX_OK`, or `NETDEV_TX_BUSY` when the ring is full.
+///
+/// # Safety
+///
+/// As for [`e1000_rs_open`]; `skb` is a valid skb whose ownership passes to the driver.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn e1000_rs_start_xmit(
+    skb: *mut bindings::sk_buff,
+    dev: *mut NetDevice,
+) -> c_int {
+    // SAFETY: By the function's safety requirements.
+    let Some(skb) = (unsafe { Skb::from_raw(skb) }) else {
+        return NETDEV_TX_OK;
+    };
+    // SAFETY: As in `e1000_rs_open`.
+    match unsafe { adapter(dev) }.xmit(skb) {
+        Ok(()) => NETDEV_TX_OK,
+        Err(skb) => {
+            // The stack keeps the skb and retries it.
+            let _ = skb.into_raw();
+            NETDEV_TX_BUSY
+        }
+    }
+}
+
+/// `ndo_get_stats64`.
+///
+/// # Safety
+///
+/// As for [`e1000_rs_open`]; `stats` is a valid, zeroed `rtnl_link_stats64`.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn e1000_rs_get_stats64(dev: *mut NetDevice, stats: *mut LinkStats64) {
+    // SAFETY: As in `e1000_rs_open`.
+    let counters = unsafe { adapter(dev) }.stats();
+    // SAFETY: `stats` is valid by the safety requirements.
+    unsafe { e1000_rs_set_stats(stats, &counters) };
+}
+
+/// `ndo_set_mac_address`.
+///
+/// # Safety
+///
+/// As for [`e1000_rs_open`]; `addr` is a valid `struct sockaddr`.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn e1000_rs_set_mac_address(
+    dev: *mut NetDevice,
+    addr: *mut c_void,
+) -> c_int {
+    let mut mac: MacAddress = [0; 6];
+    // SAFETY: `addr` is a `struct sockaddr`, whose data holds at least 6 bytes.
+    unsafe { core::ptr::copy_nonoverlapping(e1000_rs_sockaddr_data(addr), mac.as_mut_ptr(), 6) };
+    // SAFETY: As in `e1000_rs_open`.
+    match unsafe { adapter(dev) }.set_mac_address(&mac) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// The NAPI poll callback.
+///
+/// # Safety
+///
+/// Called by NAPI with the context of one of this driver's devices.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn e1000_rs_poll(napi: *mut NapiStruct, budget: c_int) -> c_int {
+    // SAFETY: The context belongs to a device of this driver, polled only while it is open.
+    let dev = unsafe { e1000_rs_napi_dev(napi) };
+    // SAFETY: As in `e1000_rs_open`.
+    unsafe { adapter(dev) }.poll(Napi(napi), budget)
+}

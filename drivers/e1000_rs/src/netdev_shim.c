@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * One-line wrappers for what Rust cannot call (static inline functions, macros, struct fields of
+ * net_device and sk_buff that bindgen leaves opaque), and the net_device_ops table, whose callbacks
+ * are all in Rust. No driver logic lives here.
+ */
+#include <linux/etherdevice.h>
+#include <linux/netdevice.h>
+
+#include "netdev_shim.h"
+
+/* netdev.rs returns these as plain integers. */
+static_assert(NETDEV_TX_OK == 0x00 && NETDEV_TX_BUSY == 0x10);
+
+/* The net_device's private area: the NAPI context and a pointer to the Rust adapter. */
+struct e1000_rs_priv {
+	struct napi_struct napi;
+	void *adapter;
+};
+
+static const struct net_device_ops e1000_rs_netdev_ops = {
+	.ndo_open = e1000_rs_open,
+	.ndo_stop = e1000_rs_stop,
+	.ndo_start_xmit = e1000_rs_start_xmit,
+	.ndo_get_stats64 = e1000_rs_get_stats64,
+	.ndo_set_mac_address = e1000_rs_set_mac_address,
+	.ndo_validate_addr = eth_validate_addr,
+};
+
+struct net_device *e1000_rs_alloc_netdev(struct device *parent)
+{
+	struct net_device *dev = alloc_etherdev(sizeof(struct e1000_rs_priv));
+
+	if (dev) {
+		SET_NETDEV_DEV(dev, parent);
+		dev->netdev_ops = &e1000_rs_netdev_ops;
+		netif_napi_add(dev, e1000_rs_napi(dev), e1000_rs_poll);
+	}
+	return dev;
+}
+
+void *e1000_rs_adapter(struct net_device *dev)
+{
+	return ((struct e1000_rs_priv *)netdev_priv(dev))->adapter;
+}
+
+void e1000_rs_set_adapter(struct net_device *dev, void *adapter)
+{
+	((struct e1000_rs_priv *)netdev_priv(dev))->adapter = adapter;
+}
+
+struct napi_struct *e1000_rs_napi(struct net_device *dev)
+{
+	return &((struct e1000_rs_priv *)netdev_priv(dev))->napi;
+}
+
+struct net_device *e1000_rs_napi_dev(struct napi_struct *napi)
+{
+	return napi->dev;
+}
+
+int e1000_rs_register(struct net_device *dev)
+{
+	return register_netdev(dev);
+}
+
+void e1000_rs_unregister(struct net_device *dev)
+{
+	unregister_netdev(dev);
+}
+
+void e1000_rs_free(struct net_device *dev)
+{
+	free_netdev(dev);
+}
+
+void e1000_rs_set_hw_addr(struct net_device *dev, const u8 *addr)
+{
+	eth_hw_addr_set(dev, addr);
+}
+
+const u8 *e1000_rs_sockaddr_data(void *sockaddr)
+{
+	return (const u8 *)((struct sockaddr *)sockaddr)->sa_data;
+}
+
+bool e1000_rs_valid_ether_addr(const u8 *addr)
+{
+	return is_valid_ether_addr(addr);
+}
+
+void e1000_rs_carrier(struct net_device *dev, bool on)
+{
+	if (on)
+		netif_carrier_on(dev);
+	else
+		netif_carrier_off(dev);
+}
+
+bool e1000_rs_carrier_ok(struct net_device *dev)
+{
+	return netif_carrier_ok(dev);
+}
+
+void e1000_rs_start_queue(struct net_device *dev)
+{
+	netif_start_queue(dev);
+}
+
+void e1000_rs_stop_queue(struct net_device *dev)
+{
+	netif_stop_queue(dev);
+}
+
+void e1000_rs_wake_queue(struct net_device *dev)
+{
+	netif_wake_queue(dev);
+}
+
+bool e1000_rs_queue_stopped(struct net_device *dev)
+{
+	return netif_queue_stopped(dev);
+}
+
+void e1000_rs_sent_queue(struct net_device *dev, unsigned int bytes)
+{
+	netdev_sent_queue(dev, bytes);
+}
+
+void e1000_rs_completed_queue(struct net_device *dev, unsigned int packets, unsigned int bytes)
+{
+	netdev_completed_queue(dev, packets, bytes);
+}
+
+void e1000_rs_reset_queue(struct net_device *dev)
+{
+	netdev_reset_queue(dev);
+}
+
+void e1000_rs_napi_enable(struct napi_struct *napi)
+{
+	napi_enable(napi);
+}
+
+void e1000_rs_napi_disable(struct napi_struct *napi)
+{
+	napi_disable(napi);
+}
+
+void e1000_rs_napi_schedule(struct napi_struct *napi)
+{
+	napi_schedule(napi);
+}
+
+bool e1000_rs_napi_complete_done(struct napi_struct *napi, int work_done)
+{
+	return napi_complete_done(napi, work_done);
+}
+
+struct sk_buff *e1000_rs_alloc_rx_skb(struct net_device *dev, unsigned int length)
+{
+	return netdev_alloc_skb_ip_align(dev, length);
+}
+
+u8 *e1000_rs_skb_data(struct sk_buff *skb)
+{
+	return skb->data;
+}
+
+unsigned int e1000_rs_skb_len(struct sk_buff *skb)
+{
+	return skb->len;
+}
+
+void e1000_rs_skb_put(struct sk_buff *skb, unsigned int length)
+{
+	skb_put(skb, length);
+}
+
+void e1000_rs_receive(struct napi_struct *napi, struct sk_buff *skb)
+{
+	skb->protocol = eth_type_trans(skb, napi->dev);
+	napi_gro_receive(napi, skb);
+}
+
+void e1000_rs_free_skb(struct sk_buff *skb)
+{
+	dev_kfree_skb_any(skb);
+}
+
+void e1000_rs_consume_skb(struct sk_buff *skb, int budget)
+{
+	napi_consume_skb(skb, budget);
+}
+
+void e1000_rs_set_stats(struct rtnl_link_stats64 *stats, const struct e1000_rs_stats *counters)
+{
+	stats->rx_packets = counters->rx_packets;
+	stats->rx_bytes = counters->rx_bytes;
+	stats->tx_packets = counters->tx_packets;
+	stats->tx_bytes = counters->tx_bytes;
+	stats->rx_errors = counters->rx_errors;
+	stats->rx_dropped = counters->rx_dropped;
+	stats->tx_dropped = counters->tx_dropped;
+	stats->rx_length_errors = counters->rx_length_errors;
+	stats->rx_crc_errors = counters->rx_crc_errors;
+	stats->rx_missed_errors = counters->rx_missed_errors;
+}

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The netdev side of e1000_rs: one-line wrappers of the static inline functions and macros that Rust
+ * cannot call, and the callbacks that Rust implements for the net_device_ops table.
+ */
+#ifndef E1000_RS_NETDEV_SHIM_H
+#define E1000_RS_NETDEV_SHIM_H
+
+#include <linux/netdevice.h>
+
+/* Implemented in Rust (src/netdev.rs). */
+int e1000_rs_open(struct net_device *dev);
+int e1000_rs_stop(struct net_device *dev);
+netdev_tx_t e1000_rs_start_xmit(struct sk_buff *skb, struct net_device *dev);
+void e1000_rs_get_stats64(struct net_device *dev, struct rtnl_link_stats64 *stats);
+int e1000_rs_set_mac_address(struct net_device *dev, void *addr);
+int e1000_rs_poll(struct napi_struct *napi, int budget);
+
+/* The counters e1000_rs reports through ndo_get_stats64; the Rust side mirrors this layout. */
+struct e1000_rs_stats {
+	u64 rx_packets, rx_bytes, tx_packets, tx_bytes;
+	u64 rx_errors, rx_dropped, tx_dropped;
+	u64 rx_length_errors, rx_crc_errors, rx_missed_errors;
+};
+
+struct net_device *e1000_rs_alloc_netdev(struct device *parent);
+void *e1000_rs_adapter(struct net_device *dev);
+void e1000_rs_set_adapter(struct net_device *dev, void *adapter);
+struct napi_struct *e1000_rs_napi(struct net_device *dev);
+struct net_device *e1000_rs_napi_dev(struct napi_struct *napi);
+int e1000_rs_register(struct net_device *dev);
+void e1000_rs_unregister(struct net_device *dev);
+void e1000_rs_free(struct net_device *dev);
+void e1000_rs_set_hw_addr(struct net_device *dev, const u8 *addr);
+const u8 *e1000_rs_sockaddr_data(void *sockaddr);
+bool e1000_rs_valid_ether_addr(const u8 *addr);
+void e1000_rs_carrier(struct net_device *dev, bool on);
+bool e1000_rs_carrier_ok(struct net_device *dev);
+void e1000_rs_start_queue(struct net_device *dev);
+void e1000_rs_stop_queue(struct net_device *dev);
+void e1000_rs_wake_queue(struct net_device *dev);
+bool e1000_rs_queue_stopped(struct net_device *dev);
+void e1000_rs_sent_queue(struct net_device *dev, unsigned int bytes);
+void e1000_rs_completed_queue(struct net_device *dev, unsigned int packets, unsigned int bytes);
+void e1000_rs_reset_queue(struct net_device *dev);
+void e1000_rs_napi_enable(struct napi_struct *napi);
+void e1000_rs_napi_disable(struct napi_struct *napi);
+void e1000_rs_napi_schedule(struct napi_struct *napi);
+bool e1000_rs_napi_complete_done(struct napi_struct *napi, int work_done);
+struct sk_buff *e1000_rs_alloc_rx_skb(struct net_device *dev, unsigned int length);
+u8 *e1000_rs_skb_data(struct sk_buff *skb);
+unsigned int e1000_rs_skb_len(struct sk_buff *skb);
+void e1000_rs_skb_put(struct sk_buff *skb, unsigned int length);
+void e1000_rs_receive(struct napi_struct *napi, struct sk_buff *skb);
+void e1000_rs_free_skb(struct sk_buff *skb);
+void e1000_rs_consume_skb(struct sk_buff *skb, int budget);
+void e1000_rs_set_stats(struct rtnl_link_stats64 *stats, const struct e1000_rs_stats *counters);
+
+#endif /* E1000_RS_NETDEV_SHIM_H */

@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Registers of the Intel 82540EM, named as Intel's "PCI/PCI-X Family of Gigabit Ethernet Controllers
+//! Software Developer's Manual" (8254x) names them.
+
+/// Size of the register space in BAR0.
+pub(crate) const BAR0_SIZE: usize = 0x20000;
+
+/// Device Control.
+pub(crate) const CTRL: usize = 0x0000;
+/// Device Status.
+pub(crate) const STATUS: usize = 0x0008;
+/// EEPROM Read.
+pub(crate) const EERD: usize = 0x0014;
+/// Interrupt Cause Read (read to clear).
+pub(crate) const ICR: usize = 0x00c0;
+/// Interrupt Throttling Rate, in units of 256 ns.
+pub(crate) const ITR: usize = 0x00c4;
+/// Interrupt Mask Set/Read.
+pub(crate) const IMS: usize = 0x00d0;
+/// Interrupt Mask Clear.
+pub(crate) const IMC: usize = 0x00d8;
+/// Receive Control.
+pub(crate) const RCTL: usize = 0x0100;
+/// Transmit Control.
+pub(crate) const TCTL: usize = 0x0400;
+/// Transmit Inter Packet Gap.
+pub(crate) const TIPG: usize = 0x0410;
+/// Receive Descriptor Base Address Low/High, Length, Head, Tail, Delay Timer.
+pub(crate) const RDBAL: usize = 0x2800;
+pub(crate) const RDBAH: usize = 0x2804;
+pub(crate) const RDLEN: usize = 0x2808;
+pub(crate) const RDH: usize = 0x2810;
+pub(crate) const RDT: usize = 0x2818;
+pub(crate) const RDTR: usize = 0x2820;
+/// Transmit Descriptor Base Address Low/High, Length, Head, Tail, Interrupt Delay Value.
+pub(crate) const TDBAL: usize = 0x3800;
+pub(crate) const TDBAH: usize = 0x3804;
+pub(crate) const TDLEN: usize = 0x3808;
+pub(crate) const TDH: usize = 0x3810;
+pub(crate) const TDT: usize = 0x3818;
+pub(crate) const TIDV: usize = 0x3820;
+/// Multicast Table Array: 128 registers.
+pub(crate) const MTA: usize = 0x5200;
+pub(crate) const MTA_ENTRIES: usize = 128;
+/// Receive Address Low/High of entry 0.
+pub(crate) const RAL0: usize = 0x5400;
+pub(crate) const RAH0: usize = 0x5404;
+
+/// Statistics (clear on read): CRC Error Count, Missed Packets Count, Receive Length Error Count,
+/// Receive Undersize Count, Receive Oversize Count.
+pub(crate) const CRCERRS: usize = 0x4000;
+pub(crate) const MPC: usize = 0x4010;
+pub(crate) const RLEC: usize = 0x4040;
+pub(crate) const RUC: usize = 0x40a4;
+pub(crate) const ROC: usize = 0x40ac;
+
+/// CTRL: Set Link Up, Auto-Speed Detection Enable, Device Reset.
+pub(crate) const CTRL_SLU: u32 = 1 << 6;
+pub(crate) const CTRL_ASDE: u32 = 1 << 5;
+pub(crate) const CTRL_RST: u32 = 1 << 26;
+
+/// STATUS: Link Up.
+pub(crate) const STATUS_LU: u32 = 1 << 1;
+
+/// EERD: Start Read, Read Done, address and data fields.
+pub(crate) const EERD_START: u32 = 1 << 0;
+pub(crate) const EERD_DONE: u32 = 1 << 4;
+pub(crate) const EERD_ADDR_SHIFT: u32 = 8;
+pub(crate) const EERD_DATA_SHIFT: u32 = 16;
+
+/// Interrupt causes (ICR, IMS, IMC): Transmit Descriptor Written Back, Link Status Change, Receive
+/// Sequence Error, Receive Descriptor Minimum Threshold, Receiver Overrun, Receiver Timer Interrupt.
+pub(crate) const INT_TXDW: u32 = 1 << 0;
+pub(crate) const INT_LSC: u32 = 1 << 2;
+pub(crate) const INT_RXSEQ: u32 = 1 << 3;
+pub(crate) const INT_RXDMT0: u32 = 1 << 4;
+pub(crate) const INT_RXO: u32 = 1 << 6;
+pub(crate) const INT_RXT0: u32 = 1 << 7;
+/// The causes this driver enables.
+pub(crate) const INT_ENABLED: u32 =
+    INT_TXDW | INT_LSC | INT_RXSEQ | INT_RXDMT0 | INT_RXO | INT_RXT0;
+
+/// RCTL: Receiver Enable, Broadcast Accept Mode, Strip Ethernet CRC; buffer size 2048 is BSIZE = 0.
+pub(crate) const RCTL_EN: u32 = 1 << 1;
+pub(crate) const RCTL_BAM: u32 = 1 << 15;
+pub(crate) const RCTL_SECRC: u32 = 1 << 26;
+
+/// TCTL: Transmit Enable, Pad Short Packets, Collision Threshold, Collision Distance (full duplex).
+pub(crate) const TCTL_EN: u32 = 1 << 1;
+pub(crate) const TCTL_PSP: u32 = 1 << 3;
+pub(crate) const TCTL_CT_DEFAULT: u32 = 0x0f << 4;
+pub(crate) const TCTL_COLD_FULL_DUPLEX: u32 = 0x40 << 12;
+
+/// TIPG for copper: IPGT 10, IPGR1 8, IPGR2 6.
+pub(crate) const TIPG_COPPER: u32 = 10 | (8 << 10) | (6 << 20);
+
+/// RAH: Address Valid.
+pub(crate) const RAH_AV: u32 = 1 << 31;
+
+/// Descriptor status: Descriptor Done, End Of Packet.
+pub(crate) const DESC_STATUS_DD: u8 = 1 << 0;
+pub(crate) const DESC_STATUS_EOP: u8 = 1 << 1;
+/// Transmit descriptor command: End Of Packet, Insert FCS, Report Status.
+pub(crate) const TX_CMD_EOP: u8 = 1 << 0;
+pub(crate) const TX_CMD_IFCS: u8 = 1 << 1;
+pub(crate) const TX_CMD_RS: u8 = 1 << 3;
+
+/// EEPROM words 0 to 2 hold the Ethernet address.
+pub(crate) const EEPROM_MAC_WORDS: u32 = 3;

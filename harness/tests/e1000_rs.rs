@@ -1,0 +1,173 @@
+//! e1000_rs end to end: two VMs joined by a `-netdev socket` pair on 127.0.0.1; the DUT runs e1000_rs,
+//! the peer the C e1000.
+
+use harness::{Scenario, SocketLink, Vm};
+
+const E1000_C: &str = "drivers/net/ethernet/intel/e1000/e1000.ko";
+
+/// Guest helpers shared by both sides.
+const COMMON: &str = r#"
+export DUT=169.254.0.1
+export PEER=169.254.0.2
+up() {
+    ip link set eth0 up && ip addr add "$1/16" dev eth0
+}
+# stat NAME: a counter of eth0
+stat() { cat "/sys/class/net/eth0/statistics/$1"; }
+"#;
+
+fn scenario(name: &str, dut_script: &str, peer_script: &str) -> Scenario {
+    let link = SocketLink::new().expect("a free port");
+    let dut = Vm::new("dut")
+        .memory_mib(768)
+        .module("drivers/e1000_rs")
+        .tool("netpipe")
+        .nic("e1000", link.listen())
+        .script(&format!("{COMMON}{dut_script}"))
+        .timeout(std::time::Duration::from_secs(900));
+    let peer = Vm::new("peer")
+        .memory_mib(768)
+        .kernel_module(E1000_C)
+        .tool("rawframes")
+        .tool("netpipe")
+        .nic("e1000", link.connect())
+        .script(&format!("{COMMON}{peer_script}"))
+        .timeout(std::time::Duration::from_secs(900));
+    Scenario::new(name).vm(dut).vm(peer)
+}
+
+/// The DUT's part: every check of the issue, in order.
+const DUT_SCRIPT: &str = r#"
+check load insmod /modules/e1000_rs.ko
+check interface wait_for 10 test -d /sys/class/net/eth0
+check driver-is-e1000_rs sh -c 'readlink /sys/class/net/eth0/device/driver | grep -q e1000_rs$'
+diag "mac=$(cat /sys/class/net/eth0/address)"
+up $DUT
+check carrier-up wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+check ping-peer wait_for 60 ping -c 1 -W 1 $PEER
+check ping-peer-20 ping -c 20 -i 0.05 -W 2 $PEER
+
+# 64 MiB each way over TCP, checksummed on both sides.
+dd if=/dev/urandom of=/tmp/out bs=1M count=64 2>/dev/null
+diag "dut_sent_sha=$(sha256sum </tmp/out | cut -d' ' -f1)"
+(timeout 300 netpipe recv 5002 | sha256sum | cut -d' ' -f1 >/tmp/recv.sha) &
+listener=$!
+check tcp-send-64MiB sh -c 'netpipe send $PEER 5001 </tmp/out'
+# `check` runs its command in a subshell, which cannot wait for this shell's job.
+wait $listener
+ktap_result $? tcp-receive-64MiB
+diag "dut_received_sha=$(cat /tmp/recv.sha)"
+rm -f /tmp/out
+
+# Link down and up through QMP: the carrier follows, and traffic resumes.
+request link-down
+check carrier-follows-down wait_for 20 grep -qx 0 /sys/class/net/eth0/carrier
+check no-traffic-while-down sh -c '! ping -c 1 -W 1 $PEER'
+request link-up
+check carrier-follows-up wait_for 20 grep -qx 1 /sys/class/net/eth0/carrier
+check traffic-resumes wait_for 30 ping -c 1 -W 1 $PEER
+
+# Malformed frames from the peer: dropped, counted, no crash.
+length_before=$(stat rx_length_errors)
+dropped_before=$(stat rx_dropped)
+hdr_before=$(awk '/^Ip: [0-9]/ {print $5}' /proc/net/snmp)
+echo go | netpipe send $PEER 5003
+check malformed-sent sh -c 'timeout 120 netpipe recv 5004 | grep -q sent'
+diag "rx_length_errors=$(( $(stat rx_length_errors) - length_before ))"
+diag "rx_dropped=$(( $(stat rx_dropped) - dropped_before ))"
+diag "ip_in_hdr_errors=$(( $(awk '/^Ip: [0-9]/ {print $5}' /proc/net/snmp) - hdr_before ))"
+check still-alive-after-malformed ping -c 3 -W 2 $PEER
+
+# 100 load/unload cycles with traffic in between.
+cycles=0
+while [ $cycles -lt 100 ]; do
+    rmmod e1000_rs || break
+    insmod /modules/e1000_rs.ko || break
+    wait_for 10 test -d /sys/class/net/eth0 || break
+    up $DUT || break
+    wait_for 30 ping -c 1 -W 1 $PEER || break
+    cycles=$((cycles + 1))
+done
+diag "cycles=$cycles"
+check hundred-cycles test $cycles -eq 100
+check tell-peer-done sh -c 'echo done | netpipe send $PEER 5009'
+check unload rmmod e1000_rs
+"#;
+
+/// The peer's part: C e1000, the other end of every check.
+const PEER_SCRIPT: &str = r#"
+check load-e1000 insmod /modules/e1000.ko
+up $PEER
+check peer-carrier-up wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+check ping-dut wait_for 60 ping -c 1 -W 1 $DUT
+dd if=/dev/urandom of=/tmp/out bs=1M count=64 2>/dev/null
+diag "peer_sent_sha=$(sha256sum </tmp/out | cut -d' ' -f1)"
+check tcp-receive-64MiB sh -c 'timeout 300 netpipe recv 5001 | sha256sum | cut -d" " -f1 >/tmp/recv.sha'
+diag "peer_received_sha=$(cat /tmp/recv.sha)"
+check tcp-send-64MiB sh -c 'netpipe send $DUT 5002 </tmp/out'
+rm -f /tmp/out
+
+# Malformed frames, when the DUT asks.
+timeout 300 netpipe recv 5003 >/dev/null
+dut_mac=$(ip neigh show $DUT | awk '{print $5}')
+[ -n "$dut_mac" ] || { ping -c 1 -W 1 $DUT >/dev/null; dut_mac=$(ip neigh show $DUT | awk '{print $5}'); }
+diag "dut_mac=$dut_mac"
+ip link set eth0 mtu 9000
+wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+check send-oversize rawframes eth0 $dut_mac 0x0800 3000 10
+check send-garbage-ethertype rawframes eth0 $dut_mac 0x88b5 100 10
+check send-runt-ipv4 rawframes eth0 $dut_mac 0x0800 14 10
+ip link set eth0 mtu 1500
+wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+check tell-dut sh -c 'echo sent | netpipe send $DUT 5004'
+
+check dut-finished sh -c 'timeout 800 netpipe recv 5009 | grep -q done'
+"#;
+
+#[test]
+fn e1000_rs_against_the_c_e1000() {
+    let outcome = scenario("e1000-rs", DUT_SCRIPT, PEER_SCRIPT)
+        .on_request("dut", "link-down", |qmp| qmp.set_link("net0", false))
+        .on_request("dut", "link-up", |qmp| qmp.set_link("net0", true))
+        .run()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (dut, peer) = (outcome.vm("dut"), outcome.vm("peer"));
+    assert_eq!(
+        dut.diagnostic("dut_sent_sha"),
+        peer.diagnostic("peer_received_sha"),
+        "DUT -> peer bytes"
+    );
+    assert_eq!(
+        peer.diagnostic("peer_sent_sha"),
+        dut.diagnostic("dut_received_sha"),
+        "peer -> DUT bytes"
+    );
+    assert_eq!(
+        dut.diagnostic("dut_received_sha").len(),
+        64,
+        "a sha256 was computed"
+    );
+    assert_eq!(
+        peer.diagnostic("dut_mac"),
+        dut.diagnostic("mac"),
+        "the EEPROM address is the one on the wire"
+    );
+    let counted = |key: &str| dut.diagnostic(key).parse::<u64>().unwrap();
+    assert_eq!(
+        counted("rx_length_errors"),
+        10,
+        "oversize frames counted as length errors"
+    );
+    // Frames of an unknown ethertype: the stack drops them and counts them in rx_dropped (other drops
+    // may join them, never fewer).
+    assert!(
+        counted("rx_dropped") >= 10,
+        "unknown ethertype frames counted as dropped"
+    );
+    assert_eq!(
+        counted("ip_in_hdr_errors"),
+        10,
+        "runt IPv4 frames dropped by IP"
+    );
+    assert_eq!(dut.diagnostic("cycles"), "100");
+}
