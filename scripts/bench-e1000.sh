@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Benchmark: TCP throughput both ways and ping latency of e1000_rs against the C e1000, same VMs and
+# boot, drivers swapped between rounds. Prints the ratios. Usage: scripts/bench-e1000.sh [ROUNDS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh --quiet
+exec cargo run --quiet --release -p harness --bin bench_e1000 -- "$@"
