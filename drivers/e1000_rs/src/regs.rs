@@ -105,6 +105,8 @@ pub(crate) const DESC_STATUS_EOP: u8 = 1 << 1;
 pub(crate) const TX_CMD_EOP: u8 = 1 << 0;
 pub(crate) const TX_CMD_IFCS: u8 = 1 << 1;
 pub(crate) const TX_CMD_RS: u8 = 1 << 3;
+/// Transmit descriptor command: Interrupt Delay Enable (the write-back interrupt waits for TIDV).
+pub(crate) const TX_CMD_IDE: u8 = 1 << 7;
 
 /// EEPROM words 0 to 2 hold the Ethernet address.
 pub(crate) const EEPROM_MAC_WORDS: u32 = 3;

@@ -150,7 +150,7 @@ impl<'a> TxRing<'a> {
         let desc = TxDesc {
             addr: mapping.dma_handle(),
             length: len as u16,
-            cmd: regs::TX_CMD_EOP | regs::TX_CMD_IFCS | regs::TX_CMD_RS,
+            cmd: regs::TX_CMD_EOP | regs::TX_CMD_IFCS | regs::TX_CMD_RS | regs::TX_CMD_IDE,
             ..Default::default()
         };
         if self.desc.write(i, desc).is_err() {
