@@ -77,6 +77,12 @@ extern "C" {
     fn e1000_rs_free_skb(skb: *mut bindings::sk_buff);
     fn e1000_rs_consume_skb(skb: *mut bindings::sk_buff, budget: c_int);
     fn e1000_rs_set_stats(stats: *mut LinkStats64, counters: *const Stats);
+    fn e1000_rs_skb_csum_partial(
+        skb: *mut bindings::sk_buff,
+        start: *mut c_uint,
+        offset: *mut c_uint,
+    ) -> bool;
+    fn e1000_rs_skb_checksum_help(skb: *mut bindings::sk_buff) -> c_int;
 }
 
 /// `enum netdev_tx` values (bindgen does not see `netdevice.h`; the shim asserts them at build time).
@@ -304,6 +310,22 @@ impl Skb {
     pub(crate) fn len(&self) -> u32 {
         // SAFETY: `self.0` is a valid skb.
         unsafe { e1000_rs_skb_len(self.0.as_ptr()) }
+    }
+
+    /// Where the checksum the stack left to the hardware starts and where it goes, both from the start
+    /// of the frame; `None` when the stack computed it (not `CHECKSUM_PARTIAL`).
+    pub(crate) fn checksum_offload(&self) -> Option<(u32, u32)> {
+        let (mut start, mut offset) = (0, 0);
+        // SAFETY: `self.0` is a valid skb; the out-pointers are valid.
+        let partial =
+            unsafe { e1000_rs_skb_csum_partial(self.0.as_ptr(), &mut start, &mut offset) };
+        partial.then_some((start, start + offset))
+    }
+
+    /// Computes the checksum in software (`skb_checksum_help`), for offsets the hardware cannot take.
+    pub(crate) fn checksum_in_software(&mut self) -> Result {
+        // SAFETY: `self.0` is a valid skb that this code owns.
+        kernel::error::to_result(unsafe { e1000_rs_skb_checksum_help(self.0.as_ptr()) })
     }
 
     /// Extends its data by `length` bytes that the device wrote.

@@ -34,6 +34,8 @@ struct net_device *e1000_rs_alloc_netdev(struct device *parent)
 	if (dev) {
 		SET_NETDEV_DEV(dev, parent);
 		dev->netdev_ops = &e1000_rs_netdev_ops;
+		dev->features |= NETIF_F_HW_CSUM;
+		dev->hw_features |= NETIF_F_HW_CSUM;
 		netif_napi_add(dev, e1000_rs_napi(dev), e1000_rs_poll);
 	}
 	return dev;
@@ -191,6 +193,18 @@ void e1000_rs_free_skb(struct sk_buff *skb)
 void e1000_rs_consume_skb(struct sk_buff *skb, int budget)
 {
 	napi_consume_skb(skb, budget);
+}
+
+bool e1000_rs_skb_csum_partial(struct sk_buff *skb, unsigned int *start, unsigned int *offset)
+{
+	*start = skb_checksum_start_offset(skb);
+	*offset = skb->csum_offset;
+	return skb->ip_summed == CHECKSUM_PARTIAL;
+}
+
+int e1000_rs_skb_checksum_help(struct sk_buff *skb)
+{
+	return skb_checksum_help(skb);
 }
 
 void e1000_rs_set_stats(struct rtnl_link_stats64 *stats, const struct e1000_rs_stats *counters)

@@ -54,6 +54,8 @@ void e1000_rs_skb_put(struct sk_buff *skb, unsigned int length);
 void e1000_rs_receive(struct napi_struct *napi, struct sk_buff *skb);
 void e1000_rs_free_skb(struct sk_buff *skb);
 void e1000_rs_consume_skb(struct sk_buff *skb, int budget);
+bool e1000_rs_skb_csum_partial(struct sk_buff *skb, unsigned int *start, unsigned int *offset);
+int e1000_rs_skb_checksum_help(struct sk_buff *skb);
 void e1000_rs_set_stats(struct rtnl_link_stats64 *stats, const struct e1000_rs_stats *counters);
 
 #endif /* E1000_RS_NETDEV_SHIM_H */

@@ -108,5 +108,12 @@ pub(crate) const TX_CMD_RS: u8 = 1 << 3;
 /// Transmit descriptor command: Interrupt Delay Enable (the write-back interrupt waits for TIDV).
 pub(crate) const TX_CMD_IDE: u8 = 1 << 7;
 
+/// Descriptor extension (context and extended data descriptors), in the command byte.
+pub(crate) const TX_CMD_DEXT: u8 = 1 << 5;
+/// Extended data descriptor type, in the byte below the command byte (DTYP = 1 in bits 20-23).
+pub(crate) const TX_DTYP_DATA: u8 = 1 << 4;
+/// Extended data descriptor options (POPTS): insert the TCP/UDP checksum set up by the context.
+pub(crate) const TX_POPTS_TXSM: u8 = 1 << 1;
+
 /// EEPROM words 0 to 2 hold the Ethernet address.
 pub(crate) const EEPROM_MAC_WORDS: u32 = 3;

@@ -90,14 +90,16 @@ pub(crate) struct RxDone {
 ///
 /// # Invariants
 ///
-/// `slots[i]` is `Some` exactly for the descriptors in `[next_to_clean, next_to_use)`, which the device
-/// owns or has finished.
+/// Every descriptor in `[next_to_clean, next_to_use)` is the device's or done; those of them that carry a
+/// packet have a `Some` slot, context descriptors have none.
 pub(crate) struct TxRing<'a> {
     dev: &'a Device<Bound>,
     desc: Coherent<'a, TxDesc>,
     slots: KVec<Option<Slot<'a>>>,
     next_to_use: usize,
     next_to_clean: usize,
+    /// The checksum offsets of the last context descriptor sent.
+    context: Option<(u8, u8)>,
 }
 
 impl<'a> TxRing<'a> {
@@ -112,6 +114,7 @@ impl<'a> TxRing<'a> {
             slots,
             next_to_use: 0,
             next_to_clean: 0,
+            context: None,
         })
     }
 
@@ -127,8 +130,23 @@ impl<'a> TxRing<'a> {
 
     /// Queues `skb`; returns the new tail for TDT. The skb comes back when the ring is full; a frame
     /// that cannot be mapped is dropped (`Ok(None)`).
-    pub(crate) fn push(&mut self, skb: Skb) -> core::result::Result<Option<usize>, Skb> {
-        if self.free() == 0 {
+    pub(crate) fn push(&mut self, mut skb: Skb) -> core::result::Result<Option<usize>, Skb> {
+        // Checksum offload: a context descriptor tells the device where the checksum starts and goes;
+        // it is only sent when that changes. Offsets past 255 bytes do not fit in it.
+        let offload = match skb.checksum_offload() {
+            Some((start, place)) => match (u8::try_from(start), u8::try_from(place)) {
+                (Ok(start), Ok(place)) => Some((start, place)),
+                _ => {
+                    if skb.checksum_in_software().is_err() {
+                        return Ok(None);
+                    }
+                    None
+                }
+            },
+            None => None,
+        };
+        let context = offload.filter(|o| Some(*o) != self.context);
+        if self.free() < 1 + usize::from(context.is_some()) {
             return Err(skb);
         }
         let len = skb.len();
@@ -146,12 +164,36 @@ impl<'a> TxRing<'a> {
             Ok(m) => m,
             Err(_) => return Ok(None),
         };
-        let i = self.next_to_use;
-        let desc = TxDesc {
-            addr: mapping.dma_handle(),
-            length: len as u16,
-            cmd: regs::TX_CMD_EOP | regs::TX_CMD_IFCS | regs::TX_CMD_RS | regs::TX_CMD_IDE,
-            ..Default::default()
+        let mut i = self.next_to_use;
+        if let Some((start, place)) = context {
+            // TCP/UDP checksum start (TUCSS) and offset (TUCSO); TUCSE 0 means to the end.
+            let desc = TxDesc {
+                addr: (u64::from(start) << 32) | (u64::from(place) << 40),
+                cmd: regs::TX_CMD_DEXT | regs::TX_CMD_RS,
+                ..Default::default()
+            };
+            if self.desc.write(i, desc).is_err() {
+                return Ok(None);
+            }
+            self.context = context;
+            i = next(i);
+        }
+        let cmd = regs::TX_CMD_EOP | regs::TX_CMD_IFCS | regs::TX_CMD_RS | regs::TX_CMD_IDE;
+        let desc = match offload {
+            Some(_) => TxDesc {
+                addr: mapping.dma_handle(),
+                length: len as u16,
+                cso: regs::TX_DTYP_DATA,
+                cmd: cmd | regs::TX_CMD_DEXT,
+                css: regs::TX_POPTS_TXSM,
+                ..Default::default()
+            },
+            None => TxDesc {
+                addr: mapping.dma_handle(),
+                length: len as u16,
+                cmd,
+                ..Default::default()
+            },
         };
         if self.desc.write(i, desc).is_err() {
             return Ok(None);
