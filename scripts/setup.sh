@@ -14,7 +14,7 @@ QUIET=0
 APT_PACKAGES=(
 	build-essential bc flex bison libelf-dev libssl-dev cpio xz-utils kmod python3 unzip
 	rustc-web rust-web-src rust-web-clippy
-	qemu-system-x86 busybox-static
+	qemu-system-x86 busybox-static e2fsprogs
 	shellcheck
 )
 
