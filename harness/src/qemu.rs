@@ -71,6 +71,7 @@ pub struct Vm {
     pub(crate) kernel_modules: Vec<String>,
     pub(crate) files: Vec<(String, PathBuf)>,
     pub(crate) tools: Vec<String>,
+    pub(crate) host_programs: Vec<PathBuf>,
     pub(crate) script: String,
     pub(crate) edu: bool,
     pub(crate) nics: Vec<Nic>,
@@ -91,6 +92,7 @@ impl Vm {
             kernel_modules: Vec::new(),
             files: Vec::new(),
             tools: Vec::new(),
+            host_programs: Vec::new(),
             script: String::new(),
             edu: false,
             nics: Vec::new(),
@@ -147,6 +149,14 @@ impl Vm {
     /// A guest tool from `harness/guest/tools/<name>.c`, built static and put in `/bin/<name>`.
     pub fn tool(mut self, name: &str) -> Vm {
         self.tools.push(name.to_string());
+        self
+    }
+
+    /// A dynamically linked program of the host (e.g. `/usr/sbin/e2fsck`), put in `/bin` with the
+    /// shared libraries `ldd` lists for it at their host paths. Scripts call it by its full path
+    /// (`/bin/e2fsck`): busybox's shell prefers its own applet of the same name otherwise.
+    pub fn host_program(mut self, path: &str) -> Vm {
+        self.host_programs.push(PathBuf::from(path));
         self
     }
 

@@ -247,6 +247,24 @@ impl Scenario {
         for (guest, host) in &vm.files {
             ramfs.host_file(guest, 0o755, host)?;
         }
+        let mut dirs = std::collections::BTreeSet::new();
+        for program in &vm.host_programs {
+            let name = program.file_name().unwrap_or_default().to_string_lossy();
+            ramfs.host_file(&format!("bin/{name}"), 0o755, program)?;
+            for lib in shared_libraries(program)? {
+                let mut parent = PathBuf::new();
+                for part in lib.parent().into_iter().flat_map(|p| p.iter()).skip(1) {
+                    parent.push(part);
+                    if dirs.insert(parent.clone())
+                        && !["bin", "usr", "usr/bin", "sbin"]
+                            .contains(&parent.to_str().unwrap_or(""))
+                    {
+                        ramfs.dir(&parent.to_string_lossy());
+                    }
+                }
+                ramfs.host_file(&lib.to_string_lossy(), 0o755, &lib)?;
+            }
+        }
         ramfs.write_to(out)
     }
 
@@ -392,4 +410,24 @@ fn shell_words(args: &[String]) -> String {
     }
     s.push('\n');
     s
+}
+
+/// The shared libraries (and the dynamic loader) `ldd` lists for `program`.
+fn shared_libraries(program: &Path) -> Result<Vec<PathBuf>> {
+    let out = std::process::Command::new("ldd")
+        .arg(program)
+        .output()
+        .map_err(|e| err!("cannot run ldd on {}: {e}", program.display()))?;
+    if !out.status.success() {
+        return Err(err!(
+            "ldd {} failed: {}",
+            program.display(),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|line| line.split_whitespace().find(|word| word.starts_with('/')))
+        .map(PathBuf::from)
+        .collect())
 }

@@ -1,0 +1,720 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * blkio: block-device checks for the NVMe driver tests. All I/O is O_DIRECT so it reaches the
+ * driver rather than the page cache; queue depth comes from native Linux AIO through raw syscalls,
+ * because the guest kernel has no io_uring and the initramfs has no libaio.
+ *
+ *   blkio fill DEV SEED MIB [OFFSET_MIB]    write the SEED pattern over MIB MiB from OFFSET_MIB MiB
+ *                                           in 1 MiB writes, then fsync
+ *   blkio verify DEV SEED MIB [OFFSET_MIB]  read the same range back, count bad 512-byte sectors
+ *   blkio bench DEV MODE BS QD SECONDS [SPAN_MIB]
+ *                                           MODE randread|seqread|seqwrite, BS bytes per request,
+ *                                           QD requests kept in flight, over the first SPAN_MIB MiB
+ *                                           (default and cap: the device size)
+ *   blkio hammer DEV SECONDS                4 KiB reads, each written back, at random offsets in
+ *                                           the first 64 MiB until an I/O error or SECONDS pass
+ *
+ * Each 8-byte word of the pattern depends on the seed and on its absolute byte offset, so every
+ * sector checks on its own and data from the wrong LBA or from another seed never matches.
+ *
+ * Output (stdout): "fill bytes=N seconds=S", "verify bytes=N mismatches=M seconds=S" (plus
+ * "first_mismatch offset=N"), "bench mode=M bs=B qd=Q ios=N bytes=N seconds=S iops=X mbps=Y
+ * errors=E", "hammer ios=N errors=E last_errno=NAME|NUMBER|0|short|hung".
+ *
+ * Exit codes: 0 success; 1 I/O error, mismatch, or a request that never completed; 2 bad
+ * arguments or setup failure (open, memory, io_setup); hammer: 0 when it ended on an I/O error
+ * (expected on surprise removal), 3 when time ran out without one, 1 when a request hung.
+ */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/aio_abi.h>
+#include <linux/fs.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MIB ((uint64_t)1 << 20)
+#define SECTOR 512
+#define MAX_MIB ((uint64_t)1 << 24)	/* 16 TiB: beyond any test disk, far from overflow */
+#define MAX_SECONDS 600.0
+#define MAX_QD 256
+#define MAX_BS (8 * MIB)
+#define MAX_BUFFERS (256 * MIB)		/* BS * QD; the guest has little memory */
+#define REAP_LIMIT 10.0			/* seconds in-flight requests get once we stop */
+#define HAMMER_REGION (64 * MIB)
+#define HAMMER_BS 4096
+
+static const char usage_text[] =
+	"usage:\n"
+	"  blkio fill DEV SEED MIB [OFFSET_MIB]    write the SEED pattern over MIB MiB from\n"
+	"                                          OFFSET_MIB MiB (default 0), then fsync\n"
+	"  blkio verify DEV SEED MIB [OFFSET_MIB]  read it back, count bad 512-byte sectors\n"
+	"  blkio bench DEV MODE BS QD SECONDS [SPAN_MIB]\n"
+	"        MODE randread|seqread|seqwrite, BS multiple of 512 (max 8 MiB), QD 1..256,\n"
+	"        SECONDS up to 600 (decimals allowed), SPAN_MIB default and cap: the device size\n"
+	"  blkio hammer DEV SECONDS                4 KiB read+write-back in the first 64 MiB\n"
+	"                                          until an I/O error or SECONDS pass\n"
+	"SEED: decimal or 0x-hex 64-bit number. MIB, OFFSET_MIB, SPAN_MIB: decimal MiB.\n"
+	"exit: 0 ok (hammer: ended on an I/O error), 1 I/O error/mismatch/hung request,\n"
+	"      2 bad arguments or setup failure, 3 hammer ran out of time without an error\n";
+
+static int usage(const char *fmt, const char *arg)
+{
+	if (fmt) {
+		fputs("blkio: ", stderr);
+		fprintf(stderr, fmt, arg);
+		fputc('\n', stderr);
+	}
+	fputs(usage_text, stderr);
+	return 2;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static struct timespec timeout_of(double seconds)
+{
+	struct timespec ts;
+
+	if (seconds < 0)
+		seconds = 0;
+	ts.tv_sec = (time_t)seconds;
+	ts.tv_nsec = (long)((seconds - ts.tv_sec) * 1e9);
+	if (ts.tv_nsec >= 1000000000L)
+		ts.tv_nsec = 999999999L;
+	return ts;
+}
+
+/* Strict: digits only (0x-hex if allowed); strtoull would accept signs, blanks and overflow. */
+static int parse_u64(const char *s, int allow_hex, uint64_t min, uint64_t max, uint64_t *out)
+{
+	unsigned base = 10;
+	uint64_t v = 0;
+
+	if (allow_hex && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+		base = 16;
+		s += 2;
+	}
+	if (!*s)
+		return -1;
+	for (; *s; s++) {
+		unsigned d;
+
+		if (*s >= '0' && *s <= '9')
+			d = *s - '0';
+		else if (base == 16 && *s >= 'a' && *s <= 'f')
+			d = *s - 'a' + 10;
+		else if (base == 16 && *s >= 'A' && *s <= 'F')
+			d = *s - 'A' + 10;
+		else
+			return -1;
+		if (v > (UINT64_MAX - d) / base)
+			return -1;
+		v = v * base + d;
+	}
+	if (v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* Plain decimals only: strtod would also take "inf", "nan", hex floats and leading blanks. */
+static int parse_seconds(const char *s, double *out)
+{
+	const char *p;
+	char *end;
+	double v;
+
+	if (!*s)
+		return -1;
+	for (p = s; *p; p++)
+		if (!isdigit((unsigned char)*p) && *p != '.')
+			return -1;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(v) || !(v > 0) || v > MAX_SECONDS)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static uint64_t splitmix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+/*
+ * Multiplying by an odd constant is a bijection, so for one seed two offsets never give the same
+ * input, nor do two seeds at one offset; splitmix64 is a bijection too, so neither do the words.
+ */
+static uint64_t pattern_word(uint64_t seed, uint64_t offset)
+{
+	return splitmix64(seed ^ (offset * 0xd1b54a32d192ed03ULL));
+}
+
+static uint64_t xorshift64(uint64_t *state)
+{
+	uint64_t x = *state;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return *state = x;
+}
+
+static void *aligned_buffer(size_t len)
+{
+	void *p = NULL;
+
+	if (posix_memalign(&p, 4096, len))
+		return NULL;
+	return p;
+}
+
+/* Block devices answer BLKGETSIZE64; regular files (host tests) only fstat. 0 when unknown. */
+static uint64_t device_size(int fd)
+{
+	uint64_t size = 0;
+	struct stat st;
+
+	if (ioctl(fd, BLKGETSIZE64, &size) == 0)
+		return size;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+		return st.st_size;
+	return 0;
+}
+
+static const char *errno_name(int e)
+{
+	static const struct { int e; const char *name; } names[] = {
+		{ EIO, "EIO" }, { ENODEV, "ENODEV" }, { ENXIO, "ENXIO" }, { EBADF, "EBADF" },
+		{ EINVAL, "EINVAL" }, { ENOSPC, "ENOSPC" }, { EAGAIN, "EAGAIN" },
+		{ EINTR, "EINTR" }, { ETIMEDOUT, "ETIMEDOUT" }, { ENOMEM, "ENOMEM" },
+		{ EPERM, "EPERM" }, { EACCES, "EACCES" }, { EROFS, "EROFS" },
+		{ ENOLINK, "ENOLINK" }, { ECANCELED, "ECANCELED" }, { EREMOTEIO, "EREMOTEIO" },
+		{ ESHUTDOWN, "ESHUTDOWN" }, { EOPNOTSUPP, "EOPNOTSUPP" }, { EFAULT, "EFAULT" },
+		{ EBUSY, "EBUSY" }, { ENOTBLK, "ENOTBLK" }, { EILSEQ, "EILSEQ" },
+		{ ENODATA, "ENODATA" }, { ENOTCONN, "ENOTCONN" }, { ENOTTY, "ENOTTY" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (names[i].e == e)
+			return names[i].name;
+	return NULL;
+}
+
+/* Native AIO through raw syscalls: there is no libaio in the guest. */
+static long aio_setup(unsigned nr, aio_context_t *ctx)
+{
+	return syscall(SYS_io_setup, nr, ctx);
+}
+
+static long aio_submit(aio_context_t ctx, long n, struct iocb **iocbs)
+{
+	return syscall(SYS_io_submit, ctx, n, iocbs);
+}
+
+static long aio_getevents(aio_context_t ctx, long min, long max, struct io_event *ev,
+			  struct timespec *timeout)
+{
+	return syscall(SYS_io_getevents, ctx, min, max, ev, timeout);
+}
+
+static long aio_destroy(aio_context_t ctx)
+{
+	return syscall(SYS_io_destroy, ctx);
+}
+
+static void prepare(struct iocb *cb, int fd, int write, void *buf, size_t len, uint64_t offset,
+		    uint64_t tag)
+{
+	memset(cb, 0, sizeof(*cb));
+	cb->aio_data = tag;
+	cb->aio_lio_opcode = write ? IOCB_CMD_PWRITE : IOCB_CMD_PREAD;
+	cb->aio_fildes = fd;
+	cb->aio_buf = (uintptr_t)buf;
+	cb->aio_nbytes = len;
+	cb->aio_offset = offset;
+}
+
+/*
+ * Synchronous full-length transfer. Returns the bytes moved; when short, errno holds the error or
+ * 0 for end of device. Retries are bounded so an endless EINTR or trickle cannot spin forever.
+ */
+static size_t transfer(int fd, int write, char *buf, size_t len, uint64_t offset)
+{
+	size_t done = 0;
+	int tries;
+
+	errno = 0;
+	for (tries = 0; done < len && tries < 64; tries++) {
+		ssize_t n = write ? pwrite(fd, buf + done, len - done, offset + done)
+				  : pread(fd, buf + done, len - done, offset + done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return done;
+		if (n == 0) {
+			errno = 0;
+			return done;
+		}
+		errno = 0;
+		done += n;
+	}
+	return done;
+}
+
+static void describe(char *out, size_t size, const char *what, size_t done, size_t len)
+{
+	if (errno)
+		snprintf(out, size, "%s", strerror(errno));
+	else
+		snprintf(out, size, "short %s (%zu of %zu bytes)", what, done, len);
+}
+
+static int open_device(const char *cmd, const char *path, int flags)
+{
+	int fd = open(path, flags | O_DIRECT | O_CLOEXEC);
+
+	if (fd < 0)
+		fprintf(stderr, "blkio: %s: cannot open %s: %s\n", cmd, path, strerror(errno));
+	return fd;
+}
+
+/* fill and verify: argv = CMD DEV SEED MIB [OFFSET_MIB] */
+static int cmd_pattern(int argc, char **argv, int write)
+{
+	const char *cmd = argv[0];
+	uint64_t seed, mib, first_mib = 0, i, bytes = 0, mismatches = 0, first_bad = 0;
+	char message[128];
+	double start;
+	char *buf;
+	int fd, failed = 0;
+
+	if (argc != 4 && argc != 5)
+		return usage("%s takes DEV SEED MIB [OFFSET_MIB]", cmd);
+	if (parse_u64(argv[2], 1, 0, UINT64_MAX, &seed))
+		return usage("bad SEED '%s': want a decimal or 0x-hex 64-bit number", argv[2]);
+	if (parse_u64(argv[3], 0, 1, MAX_MIB, &mib))
+		return usage("bad MIB '%s': want a decimal number of MiB, 1..16777216", argv[3]);
+	if (argc == 5 && parse_u64(argv[4], 0, 0, MAX_MIB, &first_mib))
+		return usage("bad OFFSET_MIB '%s': want a decimal number of MiB, 0..16777216",
+			     argv[4]);
+	fd = open_device(cmd, argv[1], write ? O_WRONLY : O_RDONLY);
+	if (fd < 0)
+		return 2;
+	buf = aligned_buffer(MIB);
+	if (!buf) {
+		fprintf(stderr, "blkio: %s: out of memory\n", cmd);
+		return 2;
+	}
+
+	start = now();
+	for (i = 0; i < mib && !failed; i++) {
+		uint64_t base = (first_mib + i) * MIB, *words = (uint64_t *)buf, w;
+		size_t done, s;
+
+		if (write)
+			for (w = 0; w < MIB / 8; w++)
+				words[w] = pattern_word(seed, base + w * 8);
+		done = transfer(fd, write, buf, MIB, base);
+		if (done < MIB) {
+			describe(message, sizeof(message), write ? "write" : "read", done, MIB);
+			printf("%s error at offset=%" PRIu64 ": %s\n", cmd, base + done, message);
+			failed = 1;
+		}
+		if (!write) {
+			/* Only whole sectors that really arrived are judged. */
+			for (s = 0; s < done / SECTOR; s++) {
+				uint64_t off = base + s * SECTOR, *sector = words + s * SECTOR / 8;
+
+				for (w = 0; w < SECTOR / 8; w++)
+					if (sector[w] != pattern_word(seed, off + w * 8))
+						break;
+				if (w < SECTOR / 8 && mismatches++ == 0)
+					first_bad = off;
+			}
+		}
+		bytes += done;
+	}
+	if (write && !failed && fsync(fd)) {
+		printf("fill error at offset=%" PRIu64 ": fsync: %s\n", first_mib * MIB,
+		       strerror(errno));
+		failed = 1;
+	}
+	if (write) {
+		if (!failed)
+			printf("fill bytes=%" PRIu64 " seconds=%.3f\n", bytes, now() - start);
+		return failed;
+	}
+	printf("verify bytes=%" PRIu64 " mismatches=%" PRIu64 " seconds=%.3f\n", bytes, mismatches,
+	       now() - start);
+	if (mismatches)
+		printf("first_mismatch offset=%" PRIu64 "\n", first_bad);
+	return failed || mismatches;
+}
+
+enum mode { RANDREAD, SEQREAD, SEQWRITE };
+static const char *const mode_names[] = { "randread", "seqread", "seqwrite" };
+
+enum slot_state { IDLE, PREPARED, IN_FLIGHT };
+
+struct bench {
+	int fd;
+	enum mode mode;
+	aio_context_t ctx;
+	uint64_t bs, qd, span, rng, next_seq;
+	uint64_t ios, bytes, errors, in_flight;
+	int stop;
+	struct iocb cbs[MAX_QD];
+	enum slot_state state[MAX_QD];
+	char *bufs[MAX_QD];
+	struct io_event events[MAX_QD];
+};
+
+static uint64_t next_offset(struct bench *b)
+{
+	uint64_t off;
+
+	if (b->mode == RANDREAD)
+		return (xorshift64(&b->rng) % (b->span / b->bs)) * b->bs;
+	off = b->next_seq;
+	b->next_seq += b->bs;
+	if (b->next_seq + b->bs > b->span)
+		b->next_seq = 0;
+	return off;
+}
+
+static void bench_error(struct bench *b, uint64_t offset, int err, long long res)
+{
+	/* Only the first error is described; later ones are usually its consequences. */
+	if (b->errors++ == 0) {
+		if (err)
+			fprintf(stderr, "blkio: bench: error at offset=%" PRIu64 ": %s\n", offset,
+				strerror(err));
+		else
+			fprintf(stderr, "blkio: bench: short transfer at offset=%" PRIu64
+				": %lld of %" PRIu64 " bytes\n", offset, res, b->bs);
+	}
+	b->stop = 1;
+}
+
+static void bench_submit(struct bench *b)
+{
+	struct iocb *batch[MAX_QD];
+	uint64_t i, n = 0;
+	long r;
+
+	for (i = 0; i < b->qd; i++) {
+		if (b->state[i] == IDLE) {
+			prepare(&b->cbs[i], b->fd, b->mode == SEQWRITE, b->bufs[i], b->bs,
+				next_offset(b), i);
+			b->state[i] = PREPARED;
+		}
+		if (b->state[i] == PREPARED)
+			batch[n++] = &b->cbs[i];
+	}
+	if (!n)
+		return;
+	r = aio_submit(b->ctx, n, batch);
+	/* Out of resources with requests pending: reap first, submit the rest next round. */
+	if (r < 0 && (errno == EAGAIN || errno == EINTR) && b->in_flight)
+		return;
+	if (r < 0) {
+		bench_error(b, batch[0]->aio_offset, errno, 0);
+		return;
+	}
+	for (i = 0; i < (uint64_t)r; i++) {
+		b->state[batch[i]->aio_data] = IN_FLIGHT;
+		b->in_flight++;
+	}
+}
+
+/* Waits up to `seconds` for at least one completion. */
+static void bench_reap(struct bench *b, double seconds)
+{
+	struct timespec ts = timeout_of(seconds);
+	long r = aio_getevents(b->ctx, 1, b->qd, b->events, &ts), i;
+
+	if (r < 0 && errno != EINTR) {
+		fprintf(stderr, "blkio: bench: io_getevents: %s\n", strerror(errno));
+		b->errors++;
+		b->stop = 1;
+	}
+	for (i = 0; i < r; i++) {
+		struct io_event *ev = &b->events[i];
+		uint64_t slot = ev->data;
+
+		if (slot >= b->qd || b->state[slot] != IN_FLIGHT)
+			continue;
+		b->state[slot] = IDLE;
+		b->in_flight--;
+		if (ev->res < 0)
+			bench_error(b, b->cbs[slot].aio_offset, (int)-ev->res, 0);
+		else if ((uint64_t)ev->res != b->bs)
+			bench_error(b, b->cbs[slot].aio_offset, 0, ev->res);
+		else {
+			b->ios++;
+			b->bytes += ev->res;
+		}
+	}
+}
+
+/* argv = bench DEV MODE BS QD SECONDS [SPAN_MIB] */
+static int cmd_bench(int argc, char **argv)
+{
+	uint64_t size, span_mib = 0, i;
+	double seconds, start, deadline, elapsed;
+	struct bench *b;
+	int stuck;
+
+	if (argc != 6 && argc != 7)
+		return usage("%s takes DEV MODE BS QD SECONDS [SPAN_MIB]", argv[0]);
+	b = calloc(1, sizeof(*b));
+	if (!b) {
+		fprintf(stderr, "blkio: bench: out of memory\n");
+		return 2;
+	}
+	for (i = 0; i < 3 && strcmp(argv[2], mode_names[i]); i++)
+		;
+	if (i == 3)
+		return usage("bad MODE '%s': want randread, seqread or seqwrite", argv[2]);
+	b->mode = i;
+	if (parse_u64(argv[3], 0, SECTOR, MAX_BS, &b->bs) || b->bs % SECTOR)
+		return usage("bad BS '%s': want a multiple of 512 bytes, at most 8388608", argv[3]);
+	if (parse_u64(argv[4], 0, 1, MAX_QD, &b->qd))
+		return usage("bad QD '%s': want 1..256", argv[4]);
+	if (b->bs * b->qd > MAX_BUFFERS)
+		return usage("BS * QD is over 256 MiB of buffers%s", "");
+	if (parse_seconds(argv[5], &seconds))
+		return usage("bad SECONDS '%s': want a decimal number, more than 0, at most 600",
+			     argv[5]);
+	if (argc == 7 && parse_u64(argv[6], 0, 1, MAX_MIB, &span_mib))
+		return usage("bad SPAN_MIB '%s': want a decimal number of MiB, 1..16777216",
+			     argv[6]);
+
+	b->fd = open_device("bench", argv[1], b->mode == SEQWRITE ? O_WRONLY : O_RDONLY);
+	if (b->fd < 0)
+		return 2;
+	size = device_size(b->fd);
+	if (!size) {
+		fprintf(stderr, "blkio: bench: cannot tell the size of %s\n", argv[1]);
+		return 2;
+	}
+	b->span = span_mib && span_mib * MIB < size ? span_mib * MIB : size;
+	b->span -= b->span % b->bs;
+	if (b->span < b->bs) {
+		fprintf(stderr, "blkio: bench: span of %" PRIu64 " bytes is smaller than BS\n",
+			b->span);
+		return 2;
+	}
+	for (i = 0; i < b->qd; i++) {
+		b->bufs[i] = aligned_buffer(b->bs);
+		if (!b->bufs[i]) {
+			fprintf(stderr, "blkio: bench: out of memory\n");
+			return 2;
+		}
+		/* Constant and non-zero, so dropped writes are not mistaken for zeroes. */
+		memset(b->bufs[i], 0xa5, b->bs);
+	}
+	if (aio_setup(b->qd, &b->ctx)) {
+		fprintf(stderr, "blkio: bench: io_setup(%" PRIu64 "): %s\n", b->qd,
+			strerror(errno));
+		return 2;
+	}
+	b->rng = 0x2545f4914f6cdd1dULL;	/* fixed, so runs read the same offsets */
+
+	start = now();
+	deadline = start + seconds;
+	while (!b->stop) {
+		double left;
+
+		bench_submit(b);
+		left = deadline - now();
+		if (left <= 0)
+			break;
+		if (!b->in_flight) {
+			if (!b->stop)
+				bench_error(b, 0, EAGAIN, 0);
+			break;
+		}
+		bench_reap(b, left < 0.5 ? left : 0.5);
+	}
+	/* Stop submitting, then give what is in flight a bounded time to come back. */
+	deadline = now() + REAP_LIMIT;
+	while (b->in_flight) {
+		double left = deadline - now();
+
+		if (left <= 0)
+			break;
+		bench_reap(b, left < 1 ? left : 1);
+	}
+	elapsed = now() - start;
+	stuck = b->in_flight != 0;
+	if (stuck) {
+		fprintf(stderr, "blkio: bench: %" PRIu64 " requests still in flight %.0f s after "
+			"stopping\n", b->in_flight, REAP_LIMIT);
+		b->errors += b->in_flight;
+	}
+	printf("bench mode=%s bs=%" PRIu64 " qd=%" PRIu64 " ios=%" PRIu64 " bytes=%" PRIu64
+	       " seconds=%.3f iops=%.1f mbps=%.2f errors=%" PRIu64 "\n", mode_names[b->mode], b->bs,
+	       b->qd, b->ios, b->bytes, elapsed, b->ios / elapsed, b->bytes / 1e6 / elapsed,
+	       b->errors);
+	/* The kernel waits for hung requests when the context goes away; the line is out first. */
+	fflush(stdout);
+	if (!stuck)
+		aio_destroy(b->ctx);
+	return b->errors ? 1 : 0;
+}
+
+/*
+ * One request through AIO rather than pread, so a request the driver never completes costs at
+ * most REAP_LIMIT seconds instead of an unkillable hang. Returns the result (bytes or -errno);
+ * *hung is set when nothing came back in time.
+ */
+static long long hammer_io(aio_context_t ctx, int fd, int write, char *buf, uint64_t offset,
+			   int *hung)
+{
+	struct iocb cb, *cbs[1] = { &cb };
+	struct io_event ev;
+	double deadline = now() + REAP_LIMIT;
+	int tries;
+
+	prepare(&cb, fd, write, buf, HAMMER_BS, offset, 0);
+	for (tries = 0; tries < 64; tries++) {
+		long r = aio_submit(ctx, 1, cbs);
+
+		if (r == 1)
+			break;
+		if (r < 0 && errno != EINTR && errno != EAGAIN)
+			return -errno;
+	}
+	if (tries == 64)
+		return -EAGAIN;
+	for (tries = 0; tries < 1000; tries++) {
+		double left = deadline - now();
+		struct timespec ts;
+		long r;
+
+		if (left <= 0)
+			break;
+		ts = timeout_of(left);
+		r = aio_getevents(ctx, 1, 1, &ev, &ts);
+		if (r == 1)
+			return ev.res;
+		if (r < 0 && errno != EINTR)
+			return -errno;
+	}
+	*hung = 1;
+	return 0;
+}
+
+/* argv = hammer DEV SECONDS */
+static int cmd_hammer(int argc, char **argv)
+{
+	uint64_t region, size, ios = 0, rng = 0x9e3779b97f4a7c15ULL, offset = 0;
+	double seconds, deadline;
+	long long res = 0;
+	aio_context_t ctx = 0;
+	int fd, hung = 0, short_io = 0, pass;
+	char *buf;
+
+	if (argc != 3)
+		return usage("%s takes DEV SECONDS", argv[0]);
+	if (parse_seconds(argv[2], &seconds))
+		return usage("bad SECONDS '%s': want a decimal number, more than 0, at most 600",
+			     argv[2]);
+	fd = open_device("hammer", argv[1], O_RDWR);
+	if (fd < 0)
+		return 2;
+	size = device_size(fd);
+	region = size && size < HAMMER_REGION ? size - size % HAMMER_BS : HAMMER_REGION;
+	if (region < HAMMER_BS) {
+		fprintf(stderr, "blkio: hammer: %s is smaller than 4 KiB\n", argv[1]);
+		return 2;
+	}
+	buf = aligned_buffer(HAMMER_BS);
+	if (!buf) {
+		fprintf(stderr, "blkio: hammer: out of memory\n");
+		return 2;
+	}
+	if (aio_setup(1, &ctx)) {
+		fprintf(stderr, "blkio: hammer: io_setup: %s\n", strerror(errno));
+		return 2;
+	}
+
+	deadline = now() + seconds;
+	while (now() < deadline && res >= 0 && !hung && !short_io) {
+		offset = (xorshift64(&rng) % (region / HAMMER_BS)) * HAMMER_BS;
+		/* Writing back what was read keeps the disk contents intact for later checks. */
+		for (pass = 0; pass < 2; pass++) {
+			res = hammer_io(ctx, fd, pass, buf, offset, &hung);
+			if (hung || res < 0)
+				break;
+			if (res != HAMMER_BS) {
+				short_io = 1;	/* the device shrank, as it may on removal */
+				break;
+			}
+			ios++;
+		}
+	}
+	if (hung) {
+		fprintf(stderr, "blkio: hammer: request at offset=%" PRIu64 " did not complete "
+			"within %.0f s\n", offset, REAP_LIMIT);
+		printf("hammer ios=%" PRIu64 " errors=1 last_errno=hung\n", ios);
+		fflush(stdout);
+		return 1;
+	}
+	if (short_io || res < 0) {
+		const char *name = short_io ? "short" : errno_name((int)-res);
+
+		if (name)
+			printf("hammer ios=%" PRIu64 " errors=1 last_errno=%s\n", ios, name);
+		else
+			printf("hammer ios=%" PRIu64 " errors=1 last_errno=%lld\n", ios, -res);
+		aio_destroy(ctx);
+		return 0;
+	}
+	printf("hammer ios=%" PRIu64 " errors=0 last_errno=0\n", ios);
+	aio_destroy(ctx);
+	return 3;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2)
+		return usage(NULL, NULL);
+	if (!strcmp(argv[1], "fill"))
+		return cmd_pattern(argc - 1, argv + 1, 1);
+	if (!strcmp(argv[1], "verify"))
+		return cmd_pattern(argc - 1, argv + 1, 0);
+	if (!strcmp(argv[1], "bench"))
+		return cmd_bench(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "hammer"))
+		return cmd_hammer(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		fputs(usage_text, stdout);
+		return 0;
+	}
+	return usage("unknown command '%s'", argv[1]);
+}
