@@ -22,6 +22,7 @@ mod initramfs;
 mod kbuild;
 mod kernel_log;
 mod ktap;
+pub mod nvme;
 mod qemu;
 mod qmp;
 mod scenario;

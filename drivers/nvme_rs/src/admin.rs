@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The admin queue and the admin commands this driver sends. Admin commands are few and rare
+//! (bring-up, teardown, aborts), so they are executed one at a time and their completion is polled:
+//! no interrupt vector is spent on them.
+
+use kernel::{
+    device::{Bound, Device},
+    prelude::*,
+    time::{delay::fsleep, Delta, Instant, Monotonic},
+};
+
+use crate::command::{self, admin, Command, Completion};
+use crate::dma_local::{Coherent, DmaAddress};
+use crate::queue::{doorbells, CompletionQueue, SubmissionQueue};
+use crate::regs::Bar0;
+
+/// Entries of each admin queue.
+pub(crate) const ADMIN_DEPTH: u16 = 32;
+/// The size of every Identify data structure.
+pub(crate) const IDENTIFY_SIZE: usize = 4096;
+/// How long an admin command may take.
+const ADMIN_TIMEOUT_MS: i64 = 5000;
+
+/// The admin submission and completion queues.
+pub(crate) struct AdminQueue<'a> {
+    sq: SubmissionQueue<'a>,
+    cq: CompletionQueue<'a>,
+    next_cid: u16,
+}
+
+impl<'a> AdminQueue<'a> {
+    /// Allocates both queues for a controller with doorbell stride `stride`.
+    pub(crate) fn new(dev: &'a Device<Bound>, stride: usize) -> Result<Self> {
+        let (sq_doorbell, cq_doorbell) = doorbells(0, stride);
+        Ok(Self {
+            sq: SubmissionQueue::new(dev, ADMIN_DEPTH, sq_doorbell)?,
+            cq: CompletionQueue::new(dev, ADMIN_DEPTH, cq_doorbell)?,
+            next_cid: 0,
+        })
+    }
+
+    /// What `AQA`, `ASQ` and `ACQ` are programmed with.
+    pub(crate) fn registers(&self) -> (u32, DmaAddress, DmaAddress) {
+        let sizes = (u32::from(self.cq.depth() - 1) << 16) | u32::from(self.sq.depth() - 1);
+        (sizes, self.sq.dma_handle(), self.cq.dma_handle())
+    }
+
+    /// Submits `command` and waits for its completion. A command that fails returns `EIO`, one
+    /// that does not complete in time `ETIMEDOUT`. Returns the completion's result (DW0).
+    pub(crate) fn execute(&mut self, bar: &Bar0<'_>, mut command: Command) -> Result<u32> {
+        // Command identifiers only need to be unique among outstanding commands, and there is at
+        // most one, plus stale ones of commands that timed out.
+        command.cid = self.next_cid;
+        self.next_cid = self.next_cid.wrapping_add(1);
+        self.sq.submit(bar, command)?;
+        let start = Instant::<Monotonic>::now();
+        loop {
+            let completion = self.cq.pop();
+            if let Some(done) = completion {
+                self.cq.ring(bar)?;
+                if done.cid == command.cid {
+                    return check(&command, &done);
+                }
+                continue;
+            }
+            if start.elapsed().as_millis() > ADMIN_TIMEOUT_MS {
+                pr_warn!("nvme_rs: admin opcode {:#x} timed out\n", command.opcode);
+                return Err(ETIMEDOUT);
+            }
+            fsleep(Delta::from_micros(50));
+        }
+    }
+
+    /// Identify with `cns` through `buf` (4 KiB); `nsid` for namespace data structures. The data
+    /// comes back on the heap: 4 KiB is a quarter of the kernel stack.
+    pub(crate) fn identify(
+        &mut self,
+        bar: &Bar0<'_>,
+        cns: u32,
+        nsid: u32,
+        buf: &Coherent<'_, u8>,
+    ) -> Result<KVec<u8>> {
+        self.execute(
+            bar,
+            Command {
+                opcode: admin::IDENTIFY,
+                nsid,
+                prp1: buf.dma_handle(),
+                cdw10: cns,
+                ..Command::default()
+            },
+        )?;
+        let mut data = KVec::from_elem(0u8, IDENTIFY_SIZE, GFP_KERNEL)?;
+        buf.read_into(0, &mut data)?;
+        Ok(data)
+    }
+
+    /// Asks for `wanted` I/O queue pairs; returns how many the controller granted.
+    pub(crate) fn set_number_of_queues(&mut self, bar: &Bar0<'_>, wanted: u16) -> Result<u16> {
+        let count = u32::from(wanted - 1);
+        let result = self.execute(
+            bar,
+            Command {
+                opcode: admin::SET_FEATURES,
+                cdw10: command::FEAT_NUMBER_OF_QUEUES,
+                cdw11: (count << 16) | count,
+                ..Command::default()
+            },
+        )?;
+        // Both counts come back 0's based: submission queues low, completion queues high.
+        let granted = (result & 0xffff).min(result >> 16) + 1;
+        Ok(granted.min(u32::from(wanted)) as u16)
+    }
+
+    /// Creates I/O completion queue `qid` at `addr` with `depth` entries, interrupting on `vector`.
+    pub(crate) fn create_io_cq(
+        &mut self,
+        bar: &Bar0<'_>,
+        qid: u16,
+        depth: u16,
+        addr: DmaAddress,
+        vector: u16,
+    ) -> Result {
+        self.execute(
+            bar,
+            Command {
+                opcode: admin::CREATE_IO_CQ,
+                prp1: addr,
+                cdw10: (u32::from(depth - 1) << 16) | u32::from(qid),
+                cdw11: (u32::from(vector) << 16)
+                    | command::CQ_IRQ_ENABLED
+                    | command::QUEUE_PHYS_CONTIG,
+                ..Command::default()
+            },
+        )
+        .map(|_| ())
+    }
+
+    /// Creates I/O submission queue `qid` at `addr` with `depth` entries, completing on CQ `qid`.
+    pub(crate) fn create_io_sq(
+        &mut self,
+        bar: &Bar0<'_>,
+        qid: u16,
+        depth: u16,
+        addr: DmaAddress,
+    ) -> Result {
+        self.execute(
+            bar,
+            Command {
+                opcode: admin::CREATE_IO_SQ,
+                prp1: addr,
+                cdw10: (u32::from(depth - 1) << 16) | u32::from(qid),
+                cdw11: (u32::from(qid) << 16) | command::QUEUE_PHYS_CONTIG,
+                ..Command::default()
+            },
+        )
+        .map(|_| ())
+    }
+
+    /// Deletes I/O submission queue `qid` and then its completion queue.
+    pub(crate) fn delete_io_queue_pair(&mut self, bar: &Bar0<'_>, qid: u16) -> Result {
+        for opcode in [admin::DELETE_IO_SQ, admin::DELETE_IO_CQ] {
+            self.execute(
+                bar,
+                Command {
+                    opcode,
+                    cdw10: u32::from(qid),
+                    ..Command::default()
+                },
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Asks the controller to abort command `cid` of submission queue `qid`. Returns whether it
+    /// will: then the command completes with "Command Abort Requested".
+    pub(crate) fn abort(&mut self, bar: &Bar0<'_>, qid: u16, cid: u16) -> Result<bool> {
+        let result = self.execute(
+            bar,
+            Command {
+                opcode: admin::ABORT,
+                cdw10: (u32::from(cid) << 16) | u32::from(qid),
+                ..Command::default()
+            },
+        )?;
+        // DW0 bit 0 set means "command not aborted".
+        Ok(result & 1 == 0)
+    }
+}
+
+/// The result of a completed admin command.
+fn check(command: &Command, done: &Completion) -> Result<u32> {
+    if done.status_field() != command::SC_SUCCESS {
+        pr_warn!(
+            "nvme_rs: admin opcode {:#x} failed with status {:#x}\n",
+            command.opcode,
+            done.status_field()
+        );
+        return Err(EIO);
+    }
+    Ok(done.result)
+}

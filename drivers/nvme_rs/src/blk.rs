@@ -1,0 +1,435 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A thin blk-mq layer over the C API: the tag set, the gendisk, and the request accessors this
+//! driver needs.
+//!
+//! The kernel crate's `block::mq` has no per-request driver data, per-hardware-queue data or
+//! timeout handler, which an NVMe driver cannot do without, so this driver keeps its own layer.
+//! The `blk_mq_ops` callbacks are the driver's (`io.rs`); this module only owns the C objects and
+//! reads them. Static inline functions and macros go through `blk_shim.c`.
+
+use core::ptr::NonNull;
+
+use kernel::{
+    bindings,
+    error::to_result,
+    ffi::{c_int, c_uint, c_ushort, c_void},
+    prelude::*,
+    types::Opaque,
+};
+
+// One-line C wrappers (`blk_shim.c`).
+// Pointers are passed as `c_void`: the C structs embed lockdep types that are zero-sized in Rust.
+extern "C" {
+    fn nvme_rs_alloc_disk(
+        set: *mut c_void,
+        lim: *mut c_void,
+        queuedata: *mut c_void,
+    ) -> *mut c_void;
+    fn nvme_rs_fops() -> *const c_void;
+    fn nvme_rs_rq_pos(rq: *const c_void) -> u64;
+    fn nvme_rs_rq_bytes(rq: *const c_void) -> c_uint;
+    fn nvme_rs_rq_op(rq: *const c_void) -> c_uint;
+    fn nvme_rs_rq_nr_phys_segments(rq: *const c_void) -> c_ushort;
+    fn nvme_rs_rq_map_sg(rq: *mut c_void, sgl: *mut bindings::scatterlist) -> c_int;
+    fn nvme_rs_rq_completed(rq: *mut c_void) -> bool;
+    fn nvme_rs_should_fake_timeout(q: *mut c_void) -> bool;
+    fn nvme_rs_tag_to_rq(tags: *mut c_void, tag: c_uint) -> *mut c_void;
+    fn nvme_rs_sg_virt(sg: *mut bindings::scatterlist) -> *mut c_void;
+}
+
+/// A `blk_status_t`. The values are checked against the C definitions in `blk_shim.c`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Status(u8);
+
+impl Status {
+    pub(crate) const OK: Status = Status(0);
+    pub(crate) const NOTSUPP: Status = Status(1);
+    pub(crate) const TIMEOUT: Status = Status(2);
+    pub(crate) const RESOURCE: Status = Status(9);
+    pub(crate) const IOERR: Status = Status(10);
+
+    /// The raw value.
+    pub(crate) fn raw(self) -> bindings::blk_status_t {
+        self.0
+    }
+}
+
+/// The operation of a request (`enum req_op`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Op {
+    Read,
+    Write,
+    Flush,
+    Discard,
+    /// Anything else; this driver does not advertise it.
+    Other(u32),
+}
+
+/// What a timeout handler tells blk-mq (`enum blk_eh_timer_return`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TimeoutAction {
+    /// The driver completed the request, or will.
+    Done,
+    /// Restart the timer: the driver is still working on it.
+    ResetTimer,
+}
+
+impl TimeoutAction {
+    /// The raw value.
+    pub(crate) fn raw(self) -> bindings::blk_eh_timer_return {
+        match self {
+            TimeoutAction::Done => bindings::blk_eh_timer_return_BLK_EH_DONE,
+            TimeoutAction::ResetTimer => bindings::blk_eh_timer_return_BLK_EH_RESET_TIMER,
+        }
+    }
+}
+
+/// A block request handed to the driver, with its per-request data of type `P`.
+///
+/// # Invariants
+///
+/// The wrapped `struct request` belongs to a tag set whose `cmd_size` is `size_of::<P>()` and whose
+/// `init_request` initialised the per-request data as a `P`.
+#[repr(transparent)]
+pub(crate) struct Request<P>(Opaque<bindings::request>, core::marker::PhantomData<P>);
+
+impl<P> Request<P> {
+    /// Borrows a request that blk-mq handed over.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is a live request of a tag set that keeps the type invariant, and stays live for `'r`.
+    pub(crate) unsafe fn from_raw<'r>(ptr: *mut bindings::request) -> &'r Self {
+        // SAFETY: `Request` is transparent over the C struct; liveness by the safety requirement.
+        unsafe { &*ptr.cast::<Self>() }
+    }
+
+    /// The C request.
+    pub(crate) fn as_raw(&self) -> *mut bindings::request {
+        self.0.get()
+    }
+
+    /// The tag: unique among the requests in flight on its hardware queue.
+    pub(crate) fn tag(&self) -> u16 {
+        // SAFETY: `as_raw` is a live request; the tag is fixed while the driver holds it.
+        unsafe { (*self.as_raw()).tag as u16 }
+    }
+
+    /// The first sector (512 bytes) the request touches.
+    pub(crate) fn sector(&self) -> u64 {
+        // SAFETY: A live request.
+        unsafe { nvme_rs_rq_pos(self.as_raw().cast()) }
+    }
+
+    /// The number of bytes left to transfer.
+    pub(crate) fn bytes(&self) -> u32 {
+        // SAFETY: A live request.
+        unsafe { nvme_rs_rq_bytes(self.as_raw().cast()) }
+    }
+
+    /// The number of physical segments of its data.
+    pub(crate) fn nr_phys_segments(&self) -> u16 {
+        // SAFETY: A live request.
+        unsafe { nvme_rs_rq_nr_phys_segments(self.as_raw().cast()) }
+    }
+
+    /// The operation.
+    pub(crate) fn op(&self) -> Op {
+        // SAFETY: A live request.
+        match unsafe { nvme_rs_rq_op(self.as_raw().cast()) } {
+            bindings::req_op_REQ_OP_READ => Op::Read,
+            bindings::req_op_REQ_OP_WRITE => Op::Write,
+            bindings::req_op_REQ_OP_FLUSH => Op::Flush,
+            bindings::req_op_REQ_OP_DISCARD => Op::Discard,
+            other => Op::Other(other),
+        }
+    }
+
+    /// The queue data (`queuedata`) of the disk this request is for.
+    pub(crate) fn queue_data(&self) -> *mut c_void {
+        // SAFETY: A live request has a live queue.
+        unsafe { (*(*self.as_raw()).q).queuedata }
+    }
+
+    /// The per-request data.
+    pub(crate) fn pdu(&self) -> *mut P {
+        // SAFETY: A live request; the data follows it (type invariant).
+        unsafe { bindings::blk_mq_rq_to_pdu(self.as_raw()).cast() }
+    }
+
+    /// Maps the request's data into `sgl`, which has room for `nr_phys_segments()` entries and was
+    /// initialised with `sg_init_table`. Returns the number of entries used.
+    ///
+    /// # Safety
+    ///
+    /// `sgl` points to at least `nr_phys_segments()` initialised entries that nothing else uses.
+    pub(crate) unsafe fn map_sg(&self, sgl: *mut bindings::scatterlist) -> usize {
+        // SAFETY: A live request; room in `sgl` by the safety requirement.
+        let n = unsafe { nvme_rs_rq_map_sg(self.as_raw().cast(), sgl) };
+        n.max(0) as usize
+    }
+
+    /// Tells blk-mq that the driver started the request (arms its timeout).
+    pub(crate) fn start(&self) {
+        // SAFETY: A live request owned by the driver.
+        unsafe { bindings::blk_mq_start_request(self.as_raw()) };
+    }
+
+    /// Ends the request with `status`. The driver must not touch it afterwards.
+    pub(crate) fn end(&self, status: Status) {
+        // SAFETY: A live request owned by the driver; ended once.
+        unsafe { bindings::blk_mq_end_request(self.as_raw(), status.raw()) };
+    }
+
+    /// Hands the request to blk-mq's completion, which calls the driver's `complete` callback on
+    /// the submitting CPU. Returns false, doing nothing, when fault injection (`fail_io_timeout`)
+    /// chose to lose this completion so that the request times out.
+    pub(crate) fn complete(&self) -> bool {
+        // SAFETY: A live request and its live queue.
+        if unsafe { nvme_rs_should_fake_timeout((*self.as_raw()).q.cast()) } {
+            return false;
+        }
+        // SAFETY: A live request owned by the driver.
+        unsafe { bindings::blk_mq_complete_request(self.as_raw()) };
+        true
+    }
+
+    /// Whether blk-mq has already seen the request completed.
+    pub(crate) fn is_completed(&self) -> bool {
+        // SAFETY: A live request.
+        unsafe { nvme_rs_rq_completed(self.as_raw().cast()) }
+    }
+}
+
+/// The CPU address of the data of a mapped scatterlist entry.
+///
+/// # Safety
+///
+/// `sg` is an entry filled by [`Request::map_sg`].
+pub(crate) unsafe fn sg_virt(sg: *mut bindings::scatterlist) -> *mut u8 {
+    // SAFETY: By the safety requirement.
+    unsafe { nvme_rs_sg_virt(sg).cast() }
+}
+
+/// The parameters of a tag set.
+pub(crate) struct TagSetConfig {
+    pub(crate) ops: &'static bindings::blk_mq_ops,
+    pub(crate) nr_hw_queues: u32,
+    pub(crate) queue_depth: u32,
+    pub(crate) cmd_size: u32,
+    /// Passed to `init_hctx`.
+    pub(crate) driver_data: *mut c_void,
+    /// Request timeout in jiffies; 0 for blk-mq's default.
+    pub(crate) timeout: u32,
+}
+
+/// A `struct blk_mq_tag_set`, allocated.
+///
+/// # Invariants
+///
+/// `raw` was set up by `blk_mq_alloc_tag_set` and is freed on drop; the box never moves its
+/// contents, so the C lists inside stay valid.
+pub(crate) struct TagSet {
+    raw: KBox<Opaque<bindings::blk_mq_tag_set>>,
+}
+
+// SAFETY: The C tag set is used from any CPU; blk-mq locks it internally.
+unsafe impl Send for TagSet {}
+// SAFETY: As above.
+unsafe impl Sync for TagSet {}
+
+impl TagSet {
+    /// Allocates the tags and requests (which runs `init_request` on each).
+    pub(crate) fn new(config: TagSetConfig) -> Result<Self> {
+        // SAFETY: All-zeroes is a valid `blk_mq_tag_set` before `blk_mq_alloc_tag_set`.
+        let mut set: bindings::blk_mq_tag_set = unsafe { core::mem::zeroed() };
+        set.ops = config.ops;
+        set.nr_hw_queues = config.nr_hw_queues;
+        set.queue_depth = config.queue_depth;
+        set.cmd_size = config.cmd_size;
+        set.numa_node = bindings::NUMA_NO_NODE;
+        set.timeout = config.timeout;
+        set.nr_maps = 1;
+        set.driver_data = config.driver_data;
+        let raw = KBox::new(Opaque::new(set), GFP_KERNEL)?;
+        // SAFETY: `raw` holds a filled-in tag set at an address that does not change.
+        to_result(unsafe { bindings::blk_mq_alloc_tag_set(raw.get()) })?;
+        // INVARIANT: allocated above.
+        Ok(Self { raw })
+    }
+
+    /// The C tag set.
+    pub(crate) fn as_raw(&self) -> *mut bindings::blk_mq_tag_set {
+        self.raw.get()
+    }
+}
+
+/// Calls `f` on every request of `set` that is in flight.
+///
+/// # Safety
+///
+/// `set` is a live tag set whose requests carry a `P`.
+pub(crate) unsafe fn for_each_busy_raw<P, F: FnMut(&Request<P>)>(
+    set: *mut bindings::blk_mq_tag_set,
+    mut f: F,
+) {
+    /// # Safety
+    ///
+    /// `data` is an `&mut F` and `rq` a live request of the set, as `blk_mq_tagset_busy_iter`
+    /// passes them.
+    unsafe extern "C" fn visit<P, F: FnMut(&Request<P>)>(
+        rq: *mut bindings::request,
+        data: *mut c_void,
+    ) -> bool {
+        // SAFETY: `data` is the `&mut F` below, for the duration of the iteration.
+        let f = unsafe { &mut *data.cast::<F>() };
+        // SAFETY: blk-mq hands over a live request of this set.
+        f(unsafe { Request::from_raw(rq) });
+        true
+    }
+    // SAFETY: A live set (safety requirement); `visit` matches `busy_tag_iter_fn` and `f`
+    // outlives the call.
+    unsafe {
+        bindings::blk_mq_tagset_busy_iter(
+            set,
+            Some(visit::<P, F>),
+            core::ptr::from_mut(&mut f).cast(),
+        )
+    };
+}
+
+impl Drop for TagSet {
+    fn drop(&mut self) {
+        // SAFETY: Allocated by `blk_mq_alloc_tag_set` (type invariant); every disk using it is gone.
+        unsafe { bindings::blk_mq_free_tag_set(self.raw.get()) };
+    }
+}
+
+/// Looks up the request with `tag` among a hardware queue's tags.
+///
+/// # Safety
+///
+/// `tags` are the live tags of a hardware queue of a tag set whose requests carry a `P`.
+pub(crate) unsafe fn tag_to_rq<'r, P>(
+    tags: *mut bindings::blk_mq_tags,
+    tag: u16,
+) -> Option<&'r Request<P>> {
+    // SAFETY: By the safety requirement; the C function checks `tag` against the depth.
+    let rq =
+        unsafe { nvme_rs_tag_to_rq(tags.cast(), c_uint::from(tag)) }.cast::<bindings::request>();
+    // SAFETY: A request of these tags, live while the tag set is.
+    (!rq.is_null()).then(|| unsafe { Request::from_raw(rq) })
+}
+
+/// The parameters of a disk.
+pub(crate) struct DiskConfig<'n> {
+    pub(crate) name: &'n CStr,
+    pub(crate) logical_block_size: u32,
+    pub(crate) capacity_sectors: u64,
+    pub(crate) max_hw_sectors: u32,
+    pub(crate) max_segments: u16,
+    /// PRP-style devices: segments may only start or end on this boundary (mask).
+    pub(crate) virt_boundary_mask: u64,
+    pub(crate) write_cache: bool,
+    /// Largest discard in sectors; 0 for none.
+    pub(crate) max_discard_sectors: u32,
+}
+
+/// A `struct gendisk` of a tag set, added to the system until dropped.
+///
+/// # Invariants
+///
+/// `raw` came from `blk_mq_alloc_disk` and holds a reference; `added` says `device_add_disk`
+/// succeeded.
+pub(crate) struct Disk {
+    raw: NonNull<bindings::gendisk>,
+    added: bool,
+}
+
+// SAFETY: The C gendisk is reference counted and locked internally.
+unsafe impl Send for Disk {}
+// SAFETY: As above.
+unsafe impl Sync for Disk {}
+
+/// The `BLK_FEAT_WRITE_CACHE` feature (flushes reach the driver); checked in `blk_shim.c`.
+const BLK_FEAT_WRITE_CACHE: u32 = 1 << 0;
+
+impl Disk {
+    /// Allocates a disk with its request queue on `set`; `queuedata` is what the queue's requests
+    /// carry (see [`Request::queue_data`]).
+    ///
+    /// # Safety
+    ///
+    /// `queuedata` stays valid until the disk is dropped.
+    pub(crate) unsafe fn new(
+        set: &TagSet,
+        config: &DiskConfig<'_>,
+        queuedata: *mut c_void,
+    ) -> Result<Self> {
+        // SAFETY: All-zeroes is blk-mq's "use the defaults" for every limit.
+        let mut lim: bindings::queue_limits = unsafe { core::mem::zeroed() };
+        lim.logical_block_size = config.logical_block_size;
+        lim.physical_block_size = config.logical_block_size;
+        lim.max_hw_sectors = config.max_hw_sectors;
+        lim.max_segments = config.max_segments;
+        lim.virt_boundary_mask = config.virt_boundary_mask as kernel::ffi::c_ulong;
+        lim.dma_alignment = 3;
+        if config.write_cache {
+            lim.features |= BLK_FEAT_WRITE_CACHE;
+        }
+        if config.max_discard_sectors > 0 {
+            lim.max_hw_discard_sectors = config.max_discard_sectors;
+            lim.max_discard_segments = 1;
+            lim.discard_granularity = config.logical_block_size;
+        }
+        // SAFETY: A live tag set; `lim` is read during the call only.
+        let raw = unsafe {
+            nvme_rs_alloc_disk(
+                set.as_raw().cast(),
+                core::ptr::from_mut(&mut lim).cast(),
+                queuedata,
+            )
+        }
+        .cast::<bindings::gendisk>();
+        let raw = NonNull::new(kernel::error::from_err_ptr(raw)?).ok_or(ENOMEM)?;
+        // SAFETY: A fresh disk that only this function uses so far.
+        unsafe {
+            let disk = raw.as_ptr();
+            let disk_name = &mut (*disk).disk_name;
+            let name = config.name.to_bytes_with_nul();
+            let len = name.len().min(disk_name.len());
+            for (dst, src) in disk_name[..len].iter_mut().zip(name) {
+                *dst = *src as kernel::ffi::c_char;
+            }
+            disk_name[len - 1] = 0;
+            (*disk).fops = nvme_rs_fops().cast();
+            bindings::set_capacity(disk, config.capacity_sectors);
+        }
+        // INVARIANT: allocated above, not added yet.
+        Ok(Self { raw, added: false })
+    }
+
+    /// Makes the disk visible (`/dev/<name>`), with `parent` as its device.
+    pub(crate) fn add(&mut self, parent: &kernel::device::Device) -> Result {
+        let parent: *mut bindings::device = core::ptr::from_ref(parent).cast_mut().cast();
+        // SAFETY: A live disk not added yet, a live parent device.
+        to_result(unsafe {
+            bindings::device_add_disk(parent, self.raw.as_ptr(), core::ptr::null_mut())
+        })?;
+        self.added = true;
+        Ok(())
+    }
+}
+
+impl Drop for Disk {
+    fn drop(&mut self) {
+        // SAFETY: A live disk (type invariant): removed if it was added, then our reference put.
+        unsafe {
+            if self.added {
+                bindings::del_gendisk(self.raw.as_ptr());
+            }
+            bindings::put_disk(self.raw.as_ptr());
+        }
+    }
+}

@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * One-line wrappers of the blk-mq static inline functions and macros that Rust cannot call, and the
+ * (empty) block_device_operations, which only needs its owner. No driver logic lives here.
+ */
+#include <linux/module.h>
+
+#include "blk_shim.h"
+
+/* src/blk.rs mirrors these values. */
+static_assert((__force u8)BLK_STS_OK == 0 && (__force u8)BLK_STS_NOTSUPP == 1);
+static_assert((__force u8)BLK_STS_TIMEOUT == 2 && (__force u8)BLK_STS_RESOURCE == 9);
+static_assert((__force u8)BLK_STS_IOERR == 10);
+static_assert((__force u32)BLK_FEAT_WRITE_CACHE == 1);
+
+static const struct block_device_operations nvme_rs_block_ops = {
+	.owner = THIS_MODULE,
+};
+
+struct gendisk *nvme_rs_alloc_disk(struct blk_mq_tag_set *set, struct queue_limits *lim,
+				   void *queuedata)
+{
+	return blk_mq_alloc_disk(set, lim, queuedata);
+}
+
+const struct block_device_operations *nvme_rs_fops(void)
+{
+	return &nvme_rs_block_ops;
+}
+
+sector_t nvme_rs_rq_pos(const struct request *rq)
+{
+	return blk_rq_pos(rq);
+}
+
+unsigned int nvme_rs_rq_bytes(const struct request *rq)
+{
+	return blk_rq_bytes(rq);
+}
+
+unsigned int nvme_rs_rq_op(const struct request *rq)
+{
+	return req_op(rq);
+}
+
+unsigned short nvme_rs_rq_nr_phys_segments(const struct request *rq)
+{
+	return blk_rq_nr_phys_segments(rq);
+}
+
+int nvme_rs_rq_map_sg(struct request *rq, struct scatterlist *sgl)
+{
+	return blk_rq_map_sg(rq, sgl);
+}
+
+bool nvme_rs_rq_completed(struct request *rq)
+{
+	return blk_mq_request_completed(rq);
+}
+
+bool nvme_rs_should_fake_timeout(struct request_queue *q)
+{
+	return blk_should_fake_timeout(q);
+}
+
+struct request *nvme_rs_tag_to_rq(struct blk_mq_tags *tags, unsigned int tag)
+{
+	return blk_mq_tag_to_rq(tags, tag);
+}
+
+void *nvme_rs_sg_virt(struct scatterlist *sg)
+{
+	return sg_virt(sg);
+}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * One-line wrappers of the blk-mq static inline functions and macros that nvme_rs's Rust code
+ * (src/blk.rs) cannot call. No driver logic lives here.
+ */
+#ifndef NVME_RS_BLK_SHIM_H
+#define NVME_RS_BLK_SHIM_H
+
+#include <linux/blk-mq.h>
+#include <linux/blkdev.h>
+#include <linux/scatterlist.h>
+
+struct gendisk *nvme_rs_alloc_disk(struct blk_mq_tag_set *set, struct queue_limits *lim,
+				   void *queuedata);
+const struct block_device_operations *nvme_rs_fops(void);
+sector_t nvme_rs_rq_pos(const struct request *rq);
+unsigned int nvme_rs_rq_bytes(const struct request *rq);
+unsigned int nvme_rs_rq_op(const struct request *rq);
+unsigned short nvme_rs_rq_nr_phys_segments(const struct request *rq);
+int nvme_rs_rq_map_sg(struct request *rq, struct scatterlist *sgl);
+bool nvme_rs_rq_completed(struct request *rq);
+bool nvme_rs_should_fake_timeout(struct request_queue *q);
+struct request *nvme_rs_tag_to_rq(struct blk_mq_tags *tags, unsigned int tag);
+void *nvme_rs_sg_virt(struct scatterlist *sg);
+
+#endif /* NVME_RS_BLK_SHIM_H */

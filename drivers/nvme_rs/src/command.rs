@@ -1,0 +1,189 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Submission and completion queue entries, and the commands this driver sends, as the NVM Express
+//! Base and NVM Command Set specifications lay them out.
+
+use kernel::{
+    prelude::*,
+    transmute::{AsBytes, FromBytes},
+};
+
+/// A submission queue entry (64 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug)]
+pub(crate) struct Command {
+    pub(crate) opcode: u8,
+    pub(crate) flags: u8,
+    pub(crate) cid: u16,
+    pub(crate) nsid: u32,
+    pub(crate) cdw2: u32,
+    pub(crate) cdw3: u32,
+    pub(crate) mptr: u64,
+    pub(crate) prp1: u64,
+    pub(crate) prp2: u64,
+    pub(crate) cdw10: u32,
+    pub(crate) cdw11: u32,
+    pub(crate) cdw12: u32,
+    pub(crate) cdw13: u32,
+    pub(crate) cdw14: u32,
+    pub(crate) cdw15: u32,
+}
+
+// SAFETY: `repr(C)` of integers whose sizes add up to 64 with no padding; any bytes are valid.
+unsafe impl AsBytes for Command {}
+// SAFETY: As above.
+unsafe impl FromBytes for Command {}
+
+/// A completion queue entry (16 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug)]
+pub(crate) struct Completion {
+    /// Command specific result (DW0).
+    pub(crate) result: u32,
+    pub(crate) reserved: u32,
+    pub(crate) sq_head: u16,
+    pub(crate) sq_id: u16,
+    pub(crate) cid: u16,
+    /// Phase tag (bit 0) and status field (bits 15:1).
+    pub(crate) status: u16,
+}
+
+// SAFETY: `repr(C)` of integers, 16 bytes, no padding; any bytes are valid.
+unsafe impl AsBytes for Completion {}
+// SAFETY: As above.
+unsafe impl FromBytes for Completion {}
+
+impl Completion {
+    /// The phase tag.
+    pub(crate) fn phase(&self) -> bool {
+        self.status & 1 != 0
+    }
+
+    /// The status field without the phase tag: 0 is success.
+    pub(crate) fn status_field(&self) -> u16 {
+        self.status >> 1
+    }
+}
+
+/// Status: Successful Completion.
+pub(crate) const SC_SUCCESS: u16 = 0;
+/// Status, written by the driver only: the command did not complete because the controller went
+/// away or was disabled (the specification's "host aborted command" code).
+pub(crate) const SC_HOST_ABORTED: u16 = 0x371;
+
+/// Admin command opcodes.
+pub(crate) mod admin {
+    pub(crate) const DELETE_IO_SQ: u8 = 0x00;
+    pub(crate) const CREATE_IO_SQ: u8 = 0x01;
+    pub(crate) const DELETE_IO_CQ: u8 = 0x04;
+    pub(crate) const CREATE_IO_CQ: u8 = 0x05;
+    pub(crate) const IDENTIFY: u8 = 0x06;
+    pub(crate) const ABORT: u8 = 0x08;
+    pub(crate) const SET_FEATURES: u8 = 0x09;
+}
+
+/// NVM command set opcodes.
+pub(crate) mod nvm {
+    pub(crate) const FLUSH: u8 = 0x00;
+    pub(crate) const WRITE: u8 = 0x01;
+    pub(crate) const READ: u8 = 0x02;
+    pub(crate) const DATASET_MANAGEMENT: u8 = 0x09;
+}
+
+/// Identify CNS values.
+pub(crate) const CNS_NAMESPACE: u32 = 0x00;
+pub(crate) const CNS_CONTROLLER: u32 = 0x01;
+pub(crate) const CNS_ACTIVE_NAMESPACES: u32 = 0x02;
+/// The I/O command set specific Identify Controller (of the NVM command set, CSI 0).
+pub(crate) const CNS_NVM_CONTROLLER: u32 = 0x06;
+
+/// Feature identifier: Number of Queues.
+pub(crate) const FEAT_NUMBER_OF_QUEUES: u32 = 0x07;
+
+/// Create I/O Completion/Submission Queue: Physically Contiguous.
+pub(crate) const QUEUE_PHYS_CONTIG: u32 = 1 << 0;
+/// Create I/O Completion Queue: Interrupts Enabled.
+pub(crate) const CQ_IRQ_ENABLED: u32 = 1 << 1;
+
+/// Dataset Management: Attribute - Deallocate.
+pub(crate) const DSM_ATTR_DEALLOCATE: u32 = 1 << 2;
+
+/// Identify Controller, Optional NVM Command Support: Dataset Management.
+pub(crate) const ONCS_DSM: u16 = 1 << 2;
+/// Identify Controller, Volatile Write Cache: present.
+pub(crate) const VWC_PRESENT: u8 = 1 << 0;
+
+/// The fields of an Identify Controller data structure (4096 bytes) that this driver uses.
+pub(crate) struct IdentifyController {
+    /// Maximum Data Transfer Size, as a power of two of the minimum page size; 0 is no limit.
+    pub(crate) mdts: u8,
+    /// Number of Namespaces: the highest valid NSID.
+    pub(crate) nn: u32,
+    /// Optional NVM Command Support.
+    pub(crate) oncs: u16,
+    /// Volatile Write Cache.
+    pub(crate) vwc: u8,
+}
+
+impl IdentifyController {
+    /// Reads the fields from the raw data structure.
+    pub(crate) fn parse(raw: &[u8]) -> Result<Self> {
+        if raw.len() < 4096 {
+            return Err(EINVAL);
+        }
+        Ok(Self {
+            mdts: raw[77],
+            nn: u32::from_le_bytes([raw[516], raw[517], raw[518], raw[519]]),
+            oncs: u16::from_le_bytes([raw[520], raw[521]]),
+            vwc: raw[525],
+        })
+    }
+}
+
+/// The field of the NVM Command Set Identify Controller data structure that this driver uses.
+pub(crate) struct IdentifyNvmController {
+    /// Dataset Management Range Size Limit, in logical blocks; 0 is no limit.
+    pub(crate) dmrsl: u32,
+}
+
+impl IdentifyNvmController {
+    /// Reads the field from the raw data structure.
+    pub(crate) fn parse(raw: &[u8]) -> Result<Self> {
+        if raw.len() < 4096 {
+            return Err(EINVAL);
+        }
+        Ok(Self {
+            dmrsl: u32::from_le_bytes([raw[4], raw[5], raw[6], raw[7]]),
+        })
+    }
+}
+
+/// The fields of an Identify Namespace data structure (4096 bytes) that this driver uses.
+pub(crate) struct IdentifyNamespace {
+    /// Namespace Size, in logical blocks.
+    pub(crate) nsze: u64,
+    /// log2 of the logical block size of the format in use.
+    pub(crate) lba_shift: u32,
+    /// Metadata bytes per logical block of the format in use.
+    pub(crate) metadata_size: u16,
+}
+
+impl IdentifyNamespace {
+    /// Reads the fields from the raw data structure.
+    pub(crate) fn parse(raw: &[u8]) -> Result<Self> {
+        if raw.len() < 4096 {
+            return Err(EINVAL);
+        }
+        let mut nsze = [0u8; 8];
+        nsze.copy_from_slice(&raw[0..8]);
+        // FLBAS bits 3:0 (and 6:5 for more than 16 formats) select the LBA format.
+        let flbas = raw[26];
+        let format = usize::from((flbas & 0xf) | ((flbas >> 1) & 0x30));
+        let lbaf = 128 + 4 * format.min(63);
+        Ok(Self {
+            nsze: u64::from_le_bytes(nsze),
+            lba_shift: u32::from(raw[lbaf + 2]),
+            metadata_size: u16::from_le_bytes([raw[lbaf], raw[lbaf + 1]]),
+        })
+    }
+}

@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The controller as a whole: its registers, the enable/disable handshake with `CC`/`CSTS`, the
+//! admin queue, and the "dead" state that stops all I/O once the controller is disabled or gone.
+
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
+
+use kernel::{
+    bindings,
+    device::Bound,
+    io::Io,
+    new_mutex, pci,
+    prelude::*,
+    sync::Mutex,
+    time::{delay::fsleep, Delta, Instant, Monotonic},
+};
+
+use crate::admin::AdminQueue;
+use crate::dma_local::Pool;
+use crate::io;
+use crate::regs::{self, Bar0, Cap};
+
+/// The most I/O queues (and their interrupt vectors) this driver sets up.
+pub(crate) const MAX_IO_QUEUES: usize = 16;
+/// Entries of a PRP list block from the pool: enough for the largest request plus its offset.
+pub(crate) const PRP_LIST_ENTRIES: usize = 128;
+
+/// A bound NVMe controller's shared state.
+///
+/// # Invariants
+///
+/// Once `dead` is set, no new command reaches an I/O queue and no completion is processed.
+#[pin_data]
+pub(crate) struct Controller<'a> {
+    pub(crate) pdev: &'a pci::Device<Bound>,
+    pub(crate) bar: Bar0<'a>,
+    pub(crate) cap: Cap,
+    #[pin]
+    pub(crate) admin: Mutex<AdminQueue<'a>>,
+    /// PRP lists and Dataset Management ranges.
+    pub(crate) prp_pool: Pool<'a, u64>,
+    dead: AtomicBool,
+    /// The I/O tag set, once it exists (for cancelling requests).
+    tag_set: AtomicPtr<bindings::blk_mq_tag_set>,
+    /// The Linux IRQ numbers of the I/O queues, once requested.
+    irqs: [AtomicU32; MAX_IO_QUEUES],
+    nr_irqs: AtomicUsize,
+}
+
+impl<'a> Controller<'a> {
+    /// Maps the registers, resets the controller, sets up the admin queue and enables it.
+    pub(crate) fn new(dev: &'a pci::Device<Bound>) -> impl PinInit<Self, Error> + 'a {
+        try_pin_init!(Self {
+            pdev: dev,
+            bar: dev.iomap_region_sized::<{ regs::BAR0_SIZE }>(0, c"nvme_rs")?,
+            cap: {
+                // The kernel's I/O regions allow 32-bit accesses; NVMe allows them on 64-bit registers.
+                let cap = Cap(u64::from(bar.read32(regs::CAP))
+                    | (u64::from(bar.read32(regs::CAP + 4)) << 32));
+                if bar.read32(regs::CSTS) == regs::GONE {
+                    return Err(ENODEV);
+                }
+                if !cap.nvm_command_set() || cap.min_page_size() > regs::PAGE_SIZE {
+                    dev_err!(dev, "no NVM command set with 4 KiB pages (CAP {:#x})\n", cap.0);
+                    return Err(ENODEV);
+                }
+                cap
+            },
+            admin <- new_mutex!(AdminQueue::new(dev.as_ref(), cap.doorbell_stride())?),
+            prp_pool: Pool::new(
+                dev.as_ref(),
+                c"nvme_rs prp",
+                PRP_LIST_ENTRIES,
+                PRP_LIST_ENTRIES * 8,
+                regs::PAGE_SIZE,
+            )?,
+            dead: AtomicBool::new(false),
+            tag_set: AtomicPtr::new(core::ptr::null_mut()),
+            irqs: [const { AtomicU32::new(0) }; MAX_IO_QUEUES],
+            nr_irqs: AtomicUsize::new(0),
+        })
+        .pin_chain(|ctrl| {
+            ctrl.disable()?;
+            let (aqa, asq, acq) = ctrl.admin.lock().registers();
+            ctrl.bar.write32(aqa, regs::AQA);
+            ctrl.bar.write32(asq as u32, regs::ASQ);
+            ctrl.bar.write32((asq >> 32) as u32, regs::ASQ + 4);
+            ctrl.bar.write32(acq as u32, regs::ACQ);
+            ctrl.bar.write32((acq >> 32) as u32, regs::ACQ + 4);
+            ctrl.enable()
+        })
+    }
+
+    /// The doorbell stride in bytes.
+    pub(crate) fn stride(&self) -> usize {
+        self.cap.doorbell_stride()
+    }
+
+    /// Whether the device still answers on the bus.
+    pub(crate) fn is_present(&self) -> bool {
+        self.bar.read32(regs::CSTS) != regs::GONE
+    }
+
+    /// Whether I/O has been stopped for good.
+    pub(crate) fn is_dead(&self) -> bool {
+        self.dead.load(Ordering::Acquire)
+    }
+
+    /// Waits until `CSTS.RDY` is `ready`, for at most `CAP.TO`.
+    fn wait_ready(&self, ready: bool) -> Result {
+        let start = Instant::<Monotonic>::now();
+        loop {
+            let csts = self.bar.read32(regs::CSTS);
+            if csts == regs::GONE {
+                return Err(ENODEV);
+            }
+            if (csts & regs::CSTS_RDY != 0) == ready {
+                return Ok(());
+            }
+            if csts & regs::CSTS_CFS != 0 && ready {
+                dev_err!(self.pdev, "controller fatal status while enabling\n");
+                return Err(EIO);
+            }
+            if start.elapsed().as_millis() > i64::from(self.cap.timeout_ms().max(500)) {
+                dev_err!(self.pdev, "CSTS.RDY did not become {}\n", u8::from(ready));
+                return Err(ETIMEDOUT);
+            }
+            fsleep(Delta::from_millis(1));
+        }
+    }
+
+    /// Clears `CC.EN` and waits for the controller to stop: it does no DMA afterwards.
+    pub(crate) fn disable(&self) -> Result {
+        let cc = self.bar.read32(regs::CC);
+        self.bar.write32(cc & !regs::CC_EN, regs::CC);
+        self.wait_ready(false)
+    }
+
+    /// Sets `CC.EN` with this driver's configuration and waits until the controller is ready.
+    fn enable(&self) -> Result {
+        let cc = regs::CC_EN
+            | regs::CC_CSS_NVM
+            | regs::CC_MPS_4K
+            | regs::CC_AMS_RR
+            | regs::CC_IOSQES
+            | regs::CC_IOCQES;
+        self.bar.write32(cc, regs::CC);
+        self.wait_ready(true)
+    }
+
+    /// A normal shutdown (`CC.SHN`), waited for at most `CAP.TO`, then a disable.
+    pub(crate) fn shutdown(&self) {
+        let cc = self.bar.read32(regs::CC);
+        self.bar
+            .write32((cc & !regs::CC_SHN_MASK) | regs::CC_SHN_NORMAL, regs::CC);
+        let start = Instant::<Monotonic>::now();
+        loop {
+            let csts = self.bar.read32(regs::CSTS);
+            if csts == regs::GONE || csts & regs::CSTS_SHST_MASK == regs::CSTS_SHST_COMPLETE {
+                break;
+            }
+            if start.elapsed().as_millis() > i64::from(self.cap.timeout_ms().max(500)) {
+                dev_warn!(self.pdev, "shutdown did not complete\n");
+                break;
+            }
+            fsleep(Delta::from_millis(1));
+        }
+        let _ = self.disable();
+    }
+
+    /// Remembers the tag set, so that `kill` can cancel its requests.
+    pub(crate) fn set_tag_set(&self, set: *mut bindings::blk_mq_tag_set) {
+        self.tag_set.store(set, Ordering::Release);
+    }
+
+    /// Remembers an I/O queue's IRQ, so that `kill` can wait for its handler.
+    pub(crate) fn add_irq(&self, irq: u32) {
+        let index = self.nr_irqs.load(Ordering::Relaxed);
+        if let Some(slot) = self.irqs.get(index) {
+            slot.store(irq, Ordering::Relaxed);
+            self.nr_irqs.store(index + 1, Ordering::Release);
+        }
+    }
+
+    /// Marks the controller dead after an orderly teardown, when nothing is in flight any more.
+    pub(crate) fn stop(&self) {
+        self.dead.store(true, Ordering::SeqCst);
+    }
+
+    /// Stops all I/O for good: marks the controller dead, disables it (no DMA afterwards), waits
+    /// for running interrupt handlers, and ends every request still in flight with an error.
+    /// Used when the device is gone and when a timed-out command cannot be aborted.
+    pub(crate) fn kill(&self) {
+        if self.dead.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        // Pairs with the fence in `io::submit`.
+        core::sync::atomic::fence(Ordering::SeqCst);
+        dev_warn!(self.pdev, "controller disabled; failing outstanding I/O\n");
+        let _ = self.disable();
+        for irq in self.irqs[..self.nr_irqs.load(Ordering::Acquire)].iter() {
+            // SAFETY: A requested IRQ of this device; it stays requested while `self` lives.
+            unsafe { bindings::synchronize_irq(irq.load(Ordering::Relaxed)) };
+        }
+        let set = self.tag_set.load(Ordering::Acquire);
+        if !set.is_null() {
+            // SAFETY: The tag set is live while `self` is: the driver frees it after `kill`.
+            unsafe { io::cancel_all(set) };
+        }
+    }
+}

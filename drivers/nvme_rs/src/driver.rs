@@ -1,0 +1,276 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! nvme_rs: a Rust blk-mq driver for NVMe controllers as QEMU emulates them, with its own private
+//! `dma_local` DMA wrapper.
+//!
+//! Probe resets and enables the controller, identifies it, asks for one I/O queue pair per CPU,
+//! creates them with one interrupt vector each, and adds a disk per active namespace
+//! (`/dev/rsnvme<C>n<N>`). Remove deletes the disks, shuts the controller down and only then frees
+//! the queues, so no DMA follows the unbind.
+
+mod admin;
+mod blk;
+mod command;
+mod controller;
+mod dma_local;
+mod io;
+mod queue;
+mod regs;
+
+use core::sync::atomic::{AtomicU64, Ordering};
+
+use kernel::{
+    device::{Bound, Core},
+    ffi::c_void,
+    irq::IrqRequest,
+    pci,
+    prelude::*,
+    str::CString,
+    sync::Arc,
+};
+
+use blk::{Disk, DiskConfig, TagSet, TagSetConfig};
+use command::{IdentifyController, IdentifyNamespace, IdentifyNvmController};
+use controller::{Controller, MAX_IO_QUEUES};
+use dma_local::{Coherent, Gfp, Mask};
+use io::{IoQueue, Namespace};
+
+kernel::module_pci_driver! {
+    type: NvmeDriver,
+    name: "nvme_rs",
+    authors: ["rust-dma-drivers"],
+    description: "NVMe block driver in Rust",
+    license: "GPL",
+}
+
+kernel::pci_device_table!(
+    PCI_TABLE,
+    <NvmeDriver as pci::Driver>::IdInfo,
+    // Mass storage, non-volatile memory, NVM Express.
+    [(pci::DeviceId::from_class(0x010802, 0xffffff), ())]
+);
+
+struct NvmeDriver;
+
+/// Controller numbers in use, for disk names.
+static INSTANCES: AtomicU64 = AtomicU64::new(0);
+
+/// A controller number, free again on drop.
+struct Instance(u32);
+
+impl Instance {
+    fn take() -> Result<Self> {
+        let mut used = INSTANCES.load(Ordering::Relaxed);
+        loop {
+            let free = (!used).trailing_zeros();
+            if free >= 64 {
+                return Err(EBUSY);
+            }
+            match INSTANCES.compare_exchange(
+                used,
+                used | (1 << free),
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return Ok(Self(free)),
+                Err(now) => used = now,
+            }
+        }
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        INSTANCES.fetch_and(!(1 << self.0), Ordering::AcqRel);
+    }
+}
+
+/// A bound NVMe controller. It is built step by step in probe, and `Drop` tears down whatever
+/// exists, in the order that keeps the controller from touching freed memory.
+pub(crate) struct Nvme<'bound> {
+    disks: KVec<Disk>,
+    tag_set: Option<TagSet>,
+    namespaces: KVec<KBox<Namespace>>,
+    io_queues: KVec<Pin<KBox<IoQueue<'bound>>>>,
+    ctrl: Arc<Controller<'bound>>,
+    vectors: Option<pci::IrqVectorRegistration<'bound>>,
+    instance: Instance,
+}
+
+impl pci::Driver for NvmeDriver {
+    type IdInfo = ();
+    type Data<'bound> = Nvme<'bound>;
+
+    const ID_TABLE: pci::IdTable<Self::IdInfo> = &PCI_TABLE;
+
+    fn probe<'bound>(
+        pdev: &'bound pci::Device<Core<'_>>,
+        _info: Option<&'bound Self::IdInfo>,
+    ) -> impl PinInit<Self::Data<'bound>, Error> + 'bound {
+        let bound: &'bound pci::Device<Bound> = pdev;
+        pdev.enable_device_mem()
+            .map(|()| pdev.set_master())
+            .and_then(|()| Nvme::probe(bound))
+    }
+}
+
+impl<'bound> Nvme<'bound> {
+    fn probe(pdev: &'bound pci::Device<Bound>) -> Result<Self> {
+        dma_local::set_mask_and_coherent(pdev.as_ref(), Mask::bits(64)?)?;
+        let mut nvme = Nvme {
+            disks: KVec::new(),
+            tag_set: None,
+            namespaces: KVec::new(),
+            io_queues: KVec::new(),
+            ctrl: Arc::pin_init(Controller::new(pdev), GFP_KERNEL)?,
+            vectors: None,
+            instance: Instance::take()?,
+        };
+        let ctrl = nvme.ctrl.clone();
+        let buf = Coherent::<u8>::alloc(pdev.as_ref(), admin::IDENTIFY_SIZE, Gfp::KERNEL)?;
+        let id = IdentifyController::parse(&ctrl.admin.lock().identify(
+            &ctrl.bar,
+            command::CNS_CONTROLLER,
+            0,
+            &buf,
+        )?)?;
+
+        // Older controllers do not have this structure: no range size limit then.
+        let dmrsl = ctrl
+            .admin
+            .lock()
+            .identify(&ctrl.bar, command::CNS_NVM_CONTROLLER, 0, &buf)
+            .and_then(|data| IdentifyNvmController::parse(&data))
+            .map_or(0, |nvm| nvm.dmrsl);
+
+        // One I/O queue pair per CPU, as far as the controller and the interrupt vectors go.
+        let wanted = kernel::cpu::nr_cpu_ids().clamp(1, MAX_IO_QUEUES as u32) as u16;
+        let granted = ctrl.admin.lock().set_number_of_queues(&ctrl.bar, wanted)?;
+        let vectors = nvme.vectors.insert(pdev.alloc_irq_vectors(
+            1,
+            u32::from(granted),
+            pci::IrqTypes::all(),
+        )?);
+        let count = usize::from(granted).min(vectors.len());
+        nvme.io_queues.reserve(count, GFP_KERNEL)?;
+        for index in 0..count {
+            let irq = IrqRequest::from(vectors.index(index)?).irq();
+            let queue = IoQueue::new(ctrl.clone(), index as u16 + 1, index as u16, irq)?;
+            nvme.io_queues.push(queue, GFP_KERNEL)?;
+        }
+
+        let depth = nvme.io_queues[0].depth();
+        let tag_set = nvme.tag_set.insert(TagSet::new(TagSetConfig {
+            ops: &io::MQ_OPS,
+            nr_hw_queues: count as u32,
+            queue_depth: u32::from(depth - 1),
+            cmd_size: io::PDU_SIZE as u32,
+            // `init_hctx` indexes this array, which does not change until the tag set is gone.
+            driver_data: nvme.io_queues.as_ptr().cast_mut().cast::<c_void>(),
+            timeout: 0,
+        })?);
+        ctrl.set_tag_set(tag_set.as_raw());
+
+        // The largest transfer: what the PRP list holds, and no more than MDTS allows.
+        let mut max_transfer = io::MAX_TRANSFER;
+        if id.mdts > 0 {
+            max_transfer = max_transfer.min(ctrl.cap.min_page_size() << id.mdts);
+        }
+        let list =
+            ctrl.admin
+                .lock()
+                .identify(&ctrl.bar, command::CNS_ACTIVE_NAMESPACES, 0, &buf)?;
+        for nsid in list
+            .chunks_exact(4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .take_while(|&nsid| nsid != 0 && nsid <= id.nn)
+        {
+            let data = ctrl
+                .admin
+                .lock()
+                .identify(&ctrl.bar, command::CNS_NAMESPACE, nsid, &buf)?;
+            let ns = IdentifyNamespace::parse(&data)?;
+            if ns.nsze == 0 || ns.metadata_size != 0 || !(9..=12).contains(&ns.lba_shift) {
+                dev_info!(pdev, "namespace {} skipped: unsupported format\n", nsid);
+                continue;
+            }
+            let namespace = KBox::new(
+                Namespace {
+                    nsid,
+                    lba_shift: ns.lba_shift,
+                },
+                GFP_KERNEL,
+            )?;
+            let name = CString::try_from_fmt(fmt!("rsnvme{}n{}", nvme.instance.0, nsid))?;
+            let config = DiskConfig {
+                name: &name,
+                logical_block_size: 1 << ns.lba_shift,
+                capacity_sectors: ns.nsze << (ns.lba_shift - 9),
+                max_hw_sectors: (max_transfer >> 9) as u32,
+                max_segments: io::MAX_SEGMENTS as u16,
+                virt_boundary_mask: regs::PAGE_SIZE as u64 - 1,
+                write_cache: id.vwc & command::VWC_PRESENT != 0,
+                max_discard_sectors: discard_limit(&id, dmrsl, ns.lba_shift),
+            };
+            // SAFETY: The namespace is boxed and outlives the disk (`Drop` deletes disks first).
+            let mut disk = unsafe {
+                Disk::new(
+                    tag_set,
+                    &config,
+                    core::ptr::from_ref::<Namespace>(&namespace)
+                        .cast_mut()
+                        .cast(),
+                )?
+            };
+            nvme.namespaces.push(namespace, GFP_KERNEL)?;
+            disk.add(pdev.as_ref())?;
+            nvme.disks.push(disk, GFP_KERNEL)?;
+        }
+        dev_info!(
+            pdev,
+            "{} I/O queues, {} disks, max transfer {} KiB\n",
+            count,
+            nvme.disks.len(),
+            max_transfer / 1024
+        );
+        Ok(nvme)
+    }
+}
+
+/// The largest discard in sectors: the controller's range size limit, if any and if it fits,
+/// otherwise as much as a request holds; none without Dataset Management.
+fn discard_limit(id: &IdentifyController, dmrsl: u32, lba_shift: u32) -> u32 {
+    if id.oncs & command::ONCS_DSM == 0 {
+        0
+    } else if dmrsl != 0 && dmrsl <= u32::MAX >> (lba_shift - 9) {
+        dmrsl << (lba_shift - 9)
+    } else {
+        u32::MAX
+    }
+}
+
+impl Drop for Nvme<'_> {
+    fn drop(&mut self) {
+        let ctrl = self.ctrl.clone();
+        if !ctrl.is_present() {
+            // Surprise removal: nothing will complete, so end everything in flight now, or
+            // deleting the disks would wait for it forever.
+            ctrl.kill();
+        }
+        // Deleting a disk waits for its I/O.
+        self.disks.clear();
+        if ctrl.is_present() && !ctrl.is_dead() {
+            for queue in self.io_queues.iter() {
+                let _ = queue.delete();
+            }
+            ctrl.shutdown();
+        } else {
+            let _ = ctrl.disable();
+        }
+        // The controller does no DMA any more: the memory can go.
+        ctrl.stop();
+        self.tag_set = None;
+        self.io_queues.clear();
+        self.namespaces.clear();
+    }
+}

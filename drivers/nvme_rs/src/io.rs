@@ -1,0 +1,605 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The I/O path: I/O queue pairs, the blk-mq callbacks that turn requests into NVM commands with
+//! PRPs, the interrupt handler that completes them, and the timeout handler.
+//!
+//! A request's data is mapped segment by segment with `dma_local::Mapping`, described to the
+//! controller by PRP1/PRP2 and, beyond two pages, by a PRP list from the controller's `dma_local`
+//! pool. The mappings and the list live in the request's per-request data ([`Pdu`]) until the
+//! request completes.
+
+use core::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU16, Ordering};
+
+use kernel::{
+    bindings,
+    ffi::{c_int, c_uint, c_void},
+    new_spinlock, new_spinlock_irq,
+    prelude::*,
+    sync::{Arc, SpinLock, SpinLockIrq},
+};
+
+use crate::blk::{self, Op, Request, Status, TimeoutAction};
+use crate::command::{self, nvm, Command};
+use crate::controller::{Controller, PRP_LIST_ENTRIES};
+use crate::dma_local::{Attrs, Direction, Gfp, Mapping, PoolBlock};
+use crate::queue::{doorbells, CompletionQueue, SubmissionQueue};
+use crate::regs::PAGE_SIZE;
+
+/// The most segments of one request: its largest size in pages, plus one for a first page that
+/// starts at an offset.
+pub(crate) const MAX_SEGMENTS: usize = PRP_LIST_ENTRIES + 1;
+/// The largest request in bytes.
+pub(crate) const MAX_TRANSFER: usize = PRP_LIST_ENTRIES * PAGE_SIZE;
+/// Entries of each I/O queue; blk-mq gets one tag fewer, so a queue can never overflow.
+pub(crate) const IO_QUEUE_DEPTH: u16 = 256;
+
+/// A namespace as its disk's requests see it (the disk's `queuedata`).
+pub(crate) struct Namespace {
+    pub(crate) nsid: u32,
+    /// log2 of the logical block size.
+    pub(crate) lba_shift: u32,
+}
+
+/// An I/O submission and completion queue pair with its interrupt.
+///
+/// # Invariants
+///
+/// - `tags` is null or the tags of the blk-mq hardware queue served by this pair.
+/// - While `irq_requested`, IRQ `irq` is requested with this pinned object as its cookie.
+#[pin_data(PinnedDrop)]
+pub(crate) struct IoQueue<'a> {
+    ctrl: Arc<Controller<'a>>,
+    qid: u16,
+    #[pin]
+    sq: SpinLock<SubmissionQueue<'a>>,
+    #[pin]
+    cq: SpinLockIrq<CompletionQueue<'a>>,
+    /// Scatterlist of the request being mapped: needed only while submitting, so one per queue
+    /// rather than one per request.
+    #[pin]
+    scatter: SpinLock<[bindings::scatterlist; MAX_SEGMENTS]>,
+    tags: AtomicPtr<bindings::blk_mq_tags>,
+    irq: u32,
+    irq_requested: AtomicBool,
+}
+
+impl<'a> IoQueue<'a> {
+    /// Allocates queue pair `qid`, creates it on the controller with completions interrupting on
+    /// MSI-X/MSI `vector` (Linux IRQ `irq`), and requests the IRQ.
+    pub(crate) fn new(
+        ctrl: Arc<Controller<'a>>,
+        qid: u16,
+        vector: u16,
+        irq: u32,
+    ) -> Result<Pin<KBox<Self>>> {
+        let dev = ctrl.pdev.as_ref();
+        let (sq_doorbell, cq_doorbell) = doorbells(qid, ctrl.stride());
+        let depth =
+            IO_QUEUE_DEPTH.min(ctrl.cap.max_queue_entries().min(u32::from(u16::MAX)) as u16);
+        let sq = SubmissionQueue::new(dev, depth, sq_doorbell)?;
+        let cq = CompletionQueue::new(dev, depth, cq_doorbell)?;
+        {
+            let mut admin = ctrl.admin.lock();
+            admin.create_io_cq(&ctrl.bar, qid, depth, cq.dma_handle(), vector)?;
+            if let Err(e) = admin.create_io_sq(&ctrl.bar, qid, depth, sq.dma_handle()) {
+                let _ = admin.delete_io_queue_pair(&ctrl.bar, qid);
+                return Err(e);
+            }
+        }
+        let queue = KBox::pin_init(
+            try_pin_init!(Self {
+                ctrl,
+                qid,
+                sq <- new_spinlock!(sq, "nvme_rs:sq"),
+                cq <- new_spinlock_irq!(cq, "nvme_rs:cq"),
+                scatter <- new_spinlock!(pin_init::init_zeroed(), "nvme_rs:scatter"),
+                tags: AtomicPtr::new(core::ptr::null_mut()),
+                irq,
+                irq_requested: AtomicBool::new(false),
+            }),
+            GFP_KERNEL,
+        )?;
+        // SAFETY: `nvme_rs_irq` matches `irq_handler_t`; the cookie is the pinned queue, which
+        // frees the IRQ in `PinnedDrop` before it goes.
+        kernel::error::to_result(unsafe {
+            bindings::request_threaded_irq(
+                irq,
+                Some(nvme_rs_irq),
+                None,
+                bindings::IRQF_SHARED as usize,
+                c"nvme_rs".as_char_ptr(),
+                core::ptr::from_ref(&*queue).cast_mut().cast(),
+            )
+        })?;
+        // INVARIANT: requested above with this cookie.
+        queue.irq_requested.store(true, Ordering::Release);
+        queue.ctrl.add_irq(irq);
+        Ok(queue)
+    }
+
+    /// The number of entries; blk-mq's queue depth is one less.
+    pub(crate) fn depth(&self) -> u16 {
+        self.sq.lock().depth()
+    }
+
+    /// Deletes the queue pair on the controller (orderly teardown only).
+    pub(crate) fn delete(&self) -> Result {
+        self.ctrl
+            .admin
+            .lock()
+            .delete_io_queue_pair(&self.ctrl.bar, self.qid)
+    }
+
+    /// Completes every request whose completion the controller has posted. Returns how many.
+    fn process_completions(&self) -> usize {
+        if self.ctrl.is_dead() {
+            return 0;
+        }
+        let tags = self.tags.load(Ordering::Acquire);
+        let mut cq = self.cq.lock();
+        let mut count = 0;
+        while let Some(done) = cq.pop() {
+            count += 1;
+            if tags.is_null() {
+                continue;
+            }
+            // SAFETY: `tags` are this queue's blk-mq tags (type invariant), whose requests carry
+            // a `Pdu`.
+            let Some(rq) = (unsafe { blk::tag_to_rq::<Pdu<'_>>(tags, done.cid) }) else {
+                dev_warn!(
+                    self.ctrl.pdev,
+                    "completion for unknown command {}\n",
+                    done.cid
+                );
+                continue;
+            };
+            // SAFETY: The pdu was initialised by `init_request`; only its atomics are shared.
+            let pdu = unsafe { &*rq.pdu() };
+            pdu.status.store(done.status_field(), Ordering::Relaxed);
+            pdu.device_done.store(true, Ordering::Release);
+            // A lost completion (fault injection) is left to the timeout handler.
+            rq.complete();
+        }
+        if count > 0 {
+            let _ = cq.ring(&self.ctrl.bar);
+        }
+        count
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for IoQueue<'_> {
+    fn drop(self: Pin<&mut Self>) {
+        if self.irq_requested.load(Ordering::Acquire) {
+            // SAFETY: Requested with this cookie (type invariant); freed once, here.
+            unsafe { bindings::free_irq(self.irq, core::ptr::from_ref(&*self).cast_mut().cast()) };
+        }
+    }
+}
+
+/// The interrupt handler of an I/O queue.
+///
+/// # Safety
+///
+/// `cookie` is the pinned [`IoQueue`] the IRQ was requested with.
+unsafe extern "C" fn nvme_rs_irq(_irq: c_int, cookie: *mut c_void) -> bindings::irqreturn_t {
+    // SAFETY: By the function's safety requirement.
+    let queue = unsafe { &*cookie.cast::<IoQueue<'_>>() };
+    if queue.process_completions() > 0 {
+        bindings::irqreturn::IRQ_HANDLED
+    } else {
+        bindings::irqreturn::IRQ_NONE
+    }
+}
+
+/// The driver's data in every request.
+///
+/// # Invariants
+///
+/// - `maps[..]` holds the mappings of the request's data, and `list` its PRP list or DSM range,
+///   from submission to completion; both are empty otherwise.
+pub(crate) struct Pdu<'a> {
+    maps: [Option<Mapping<'a>>; MAX_SEGMENTS],
+    list: Option<PoolBlock<'a, 'a, u64>>,
+    /// The completion's status field.
+    status: AtomicU16,
+    /// The controller posted the completion.
+    device_done: AtomicBool,
+    /// The timeout handler asked the controller to abort the command.
+    aborted: AtomicBool,
+}
+
+impl Pdu<'_> {
+    /// Unmaps the data and returns the PRP list to the pool.
+    fn release(&mut self) {
+        for map in self.maps.iter_mut() {
+            if map.take().is_none() {
+                break;
+            }
+        }
+        self.list = None;
+    }
+
+    /// The status to end the request with.
+    fn blk_status(&self) -> Status {
+        match self.status.load(Ordering::Relaxed) {
+            command::SC_SUCCESS => Status::OK,
+            _ => Status::IOERR,
+        }
+    }
+}
+
+/// The blk-mq operations of every nvme_rs disk.
+pub(crate) static MQ_OPS: bindings::blk_mq_ops = bindings::blk_mq_ops {
+    queue_rq: Some(queue_rq),
+    complete: Some(complete),
+    timeout: Some(timeout),
+    init_hctx: Some(init_hctx),
+    init_request: Some(init_request),
+    exit_request: Some(exit_request),
+    // SAFETY: All-zeroes is "no callback" for every other field.
+    ..unsafe { core::mem::zeroed() }
+};
+
+/// The per-request data size for the tag set.
+pub(crate) const PDU_SIZE: usize = core::mem::size_of::<Pdu<'static>>();
+
+/// # Safety
+///
+/// Called by blk-mq for hardware queue `index` of a tag set whose `driver_data` is the first of
+/// `nr_hw_queues` live `Pin<KBox<IoQueue>>`, one per hardware queue.
+unsafe extern "C" fn init_hctx(
+    hctx: *mut bindings::blk_mq_hw_ctx,
+    data: *mut c_void,
+    index: c_uint,
+) -> c_int {
+    // SAFETY: By the function's safety requirement, and `index < nr_hw_queues`.
+    let queue: &IoQueue<'_> =
+        unsafe { &*data.cast::<Pin<KBox<IoQueue<'_>>>>().add(index as usize) };
+    // SAFETY: `hctx` is live; its tags are set before `init_hctx`.
+    unsafe {
+        queue.tags.store((*hctx).tags, Ordering::Release);
+        (*hctx).driver_data = core::ptr::from_ref::<IoQueue<'_>>(queue).cast_mut().cast();
+    }
+    0
+}
+
+/// # Safety
+///
+/// Called by blk-mq with a request whose data area is `PDU_SIZE` bytes.
+unsafe extern "C" fn init_request(
+    _set: *mut bindings::blk_mq_tag_set,
+    rq: *mut bindings::request,
+    _hctx_index: c_uint,
+    _numa_node: c_int,
+) -> c_int {
+    // SAFETY: The data area is ours and uninitialised; every field is written once, in place.
+    unsafe {
+        let pdu = bindings::blk_mq_rq_to_pdu(rq).cast::<Pdu<'_>>();
+        let maps = core::ptr::addr_of_mut!((*pdu).maps).cast::<Option<Mapping<'_>>>();
+        for i in 0..MAX_SEGMENTS {
+            maps.add(i).write(None);
+        }
+        core::ptr::addr_of_mut!((*pdu).list).write(None);
+        core::ptr::addr_of_mut!((*pdu).status).write(AtomicU16::new(0));
+        core::ptr::addr_of_mut!((*pdu).device_done).write(AtomicBool::new(false));
+        core::ptr::addr_of_mut!((*pdu).aborted).write(AtomicBool::new(false));
+    }
+    0
+}
+
+/// # Safety
+///
+/// Called by blk-mq for a request initialised by `init_request`, no longer in use.
+unsafe extern "C" fn exit_request(
+    _set: *mut bindings::blk_mq_tag_set,
+    rq: *mut bindings::request,
+    _hctx_index: c_uint,
+) {
+    // SAFETY: By the function's safety requirement.
+    unsafe { core::ptr::drop_in_place(bindings::blk_mq_rq_to_pdu(rq).cast::<Pdu<'_>>()) };
+}
+
+/// # Safety
+///
+/// Called by blk-mq with a live hardware context set up by `init_hctx` and a request of a disk
+/// whose `queuedata` is a live [`Namespace`].
+unsafe extern "C" fn queue_rq(
+    hctx: *mut bindings::blk_mq_hw_ctx,
+    bd: *const bindings::blk_mq_queue_data,
+) -> bindings::blk_status_t {
+    // SAFETY: By the function's safety requirement.
+    let (queue, rq) = unsafe {
+        (
+            &*(*hctx).driver_data.cast::<IoQueue<'_>>(),
+            Request::<Pdu<'_>>::from_raw((*bd).rq),
+        )
+    };
+    // SAFETY: As above.
+    let ns = unsafe { &*rq.queue_data().cast::<Namespace>() };
+    match submit(queue, ns, rq) {
+        Ok(()) => Status::OK.raw(),
+        Err(status) => status.raw(),
+    }
+}
+
+/// Builds the command for `rq`, starts it and submits it.
+fn submit<'a>(queue: &'a IoQueue<'a>, ns: &Namespace, rq: &Request<Pdu<'a>>) -> Result<(), Status> {
+    if queue.ctrl.is_dead() {
+        return Err(Status::IOERR);
+    }
+    let mut command = Command {
+        nsid: ns.nsid,
+        cid: rq.tag(),
+        ..Command::default()
+    };
+    {
+        // SAFETY: blk-mq gave the request to the driver: nothing else uses its data now.
+        let pdu = unsafe { &mut *rq.pdu() };
+        pdu.status.store(0, Ordering::Relaxed);
+        pdu.device_done.store(false, Ordering::Relaxed);
+        pdu.aborted.store(false, Ordering::Relaxed);
+        let result = prepare(queue, ns, rq, pdu, &mut command);
+        if let Err(status) = result {
+            pdu.release();
+            return Err(status);
+        }
+    }
+    rq.start();
+    // Pairs with the fence in `Controller::kill`: either this request sees the controller dead,
+    // or `kill` sees this request in flight and cancels it.
+    fence(Ordering::SeqCst);
+    if queue.ctrl.is_dead() {
+        // SAFETY: Not submitted: the request's data is still the driver's alone.
+        unsafe { &mut *rq.pdu() }.release();
+        return Err(Status::IOERR);
+    }
+    let mut sq = queue.sq.lock();
+    sq.submit(&queue.ctrl.bar, command)
+        .map_err(|_| Status::IOERR)
+}
+
+/// Fills in `command` for `rq`, mapping its data into `pdu`.
+fn prepare<'a>(
+    queue: &'a IoQueue<'a>,
+    ns: &Namespace,
+    rq: &Request<Pdu<'a>>,
+    pdu: &mut Pdu<'a>,
+    command: &mut Command,
+) -> Result<(), Status> {
+    let lba = |sector: u64| sector >> (ns.lba_shift - 9);
+    match rq.op() {
+        Op::Flush => command.opcode = nvm::FLUSH,
+        Op::Discard => {
+            let blocks = rq.bytes() >> ns.lba_shift;
+            let mut range = queue
+                .ctrl
+                .prp_pool
+                .alloc(Gfp::ATOMIC | Gfp::NOWARN)
+                .map_err(|_| Status::RESOURCE)?;
+            // One 16-byte range (`max_discard_segments` is 1): context attributes (none) and length in
+            // logical blocks, then the starting LBA.
+            range
+                .write(0, u64::from(blocks) << 32)
+                .and_then(|()| range.write(1, lba(rq.sector())))
+                .map_err(|_| Status::IOERR)?;
+            command.opcode = nvm::DATASET_MANAGEMENT;
+            command.prp1 = range.dma_handle();
+            command.cdw10 = 0;
+            command.cdw11 = command::DSM_ATTR_DEALLOCATE;
+            pdu.list = Some(range);
+        }
+        op @ (Op::Read | Op::Write) => {
+            let blocks = rq.bytes() >> ns.lba_shift;
+            if blocks == 0 || blocks > 0x1_0000 {
+                return Err(Status::IOERR);
+            }
+            let (opcode, dir) = if op == Op::Read {
+                (nvm::READ, Direction::FromDevice)
+            } else {
+                (nvm::WRITE, Direction::ToDevice)
+            };
+            let slba = lba(rq.sector());
+            command.opcode = opcode;
+            command.cdw10 = slba as u32;
+            command.cdw11 = (slba >> 32) as u32;
+            command.cdw12 = blocks - 1;
+            map_data(queue, rq, pdu, dir)?;
+            build_prps(queue, pdu, command)?;
+        }
+        Op::Other(_) => return Err(Status::NOTSUPP),
+    }
+    Ok(())
+}
+
+/// Maps every segment of the request's data for the device.
+fn map_data<'a>(
+    queue: &'a IoQueue<'a>,
+    rq: &Request<Pdu<'a>>,
+    pdu: &mut Pdu<'a>,
+    dir: Direction,
+) -> Result<(), Status> {
+    let segments = usize::from(rq.nr_phys_segments());
+    if segments == 0 || segments > MAX_SEGMENTS {
+        return Err(Status::IOERR);
+    }
+    let mut scatter = queue.scatter.lock();
+    let sgl = scatter.as_mut_ptr();
+    // SAFETY: `sgl` has room for `MAX_SEGMENTS >= segments` entries, locked for this request.
+    let mapped = unsafe {
+        bindings::sg_init_table(sgl, segments as c_uint);
+        rq.map_sg(sgl)
+    };
+    if mapped == 0 || mapped > segments {
+        return Err(Status::IOERR);
+    }
+    for (i, slot) in pdu.maps.iter_mut().take(mapped).enumerate() {
+        // SAFETY: `i < mapped` entries were filled by `map_sg`.
+        let (virt, len) = unsafe { (blk::sg_virt(sgl.add(i)), (*sgl.add(i)).length) };
+        // SAFETY: The segment is page-allocator memory of the request, which blk-mq keeps alive
+        // and leaves to the driver until the request ends; `release` unmaps it before that.
+        let map = unsafe {
+            Mapping::new(
+                queue.ctrl.pdev.as_ref(),
+                virt,
+                len as usize,
+                dir,
+                Attrs::NONE,
+            )
+        }
+        .map_err(|_| Status::RESOURCE)?;
+        *slot = Some(map);
+    }
+    Ok(())
+}
+
+/// Describes the mapped data with PRP1, PRP2 and, beyond two pages, a PRP list.
+fn build_prps<'a>(
+    queue: &'a IoQueue<'a>,
+    pdu: &mut Pdu<'a>,
+    command: &mut Command,
+) -> Result<(), Status> {
+    const PAGE: u64 = PAGE_SIZE as u64;
+    let maps = || pdu.maps.iter().map_while(Option::as_ref);
+    let count = maps().count();
+    // Every page the data touches, in order: only the first may start at an offset, and only the
+    // last may end early (the disk's virtual boundary guarantees it; check it all the same).
+    let mut pages = 0usize;
+    for (i, map) in maps().enumerate() {
+        let (start, end) = (map.dma_handle(), map.dma_handle() + map.len() as u64);
+        if (i > 0 && start % PAGE != 0) || (i + 1 < count && end % PAGE != 0) {
+            return Err(Status::IOERR);
+        }
+        pages += (end.div_ceil(PAGE) - start / PAGE) as usize;
+    }
+    if pages > PRP_LIST_ENTRIES + 1 {
+        return Err(Status::IOERR);
+    }
+    let page_addresses = maps().flat_map(|map| {
+        let start = map.dma_handle();
+        let end = start + map.len() as u64;
+        let first = start / PAGE;
+        (first..end.div_ceil(PAGE)).map(move |page| if page == first { start } else { page * PAGE })
+    });
+    let mut list = if pages > 2 {
+        Some(
+            queue
+                .ctrl
+                .prp_pool
+                .alloc(Gfp::ATOMIC | Gfp::NOWARN)
+                .map_err(|_| Status::RESOURCE)?,
+        )
+    } else {
+        None
+    };
+    for (k, address) in page_addresses.enumerate() {
+        match (k, list.as_mut()) {
+            (0, _) => command.prp1 = address,
+            (_, Some(list)) => list.write(k - 1, address).map_err(|_| Status::IOERR)?,
+            (_, None) => command.prp2 = address,
+        }
+    }
+    if let Some(list) = list {
+        command.prp2 = list.dma_handle();
+        pdu.list = Some(list);
+    }
+    Ok(())
+}
+
+/// # Safety
+///
+/// Called by blk-mq for a request that the driver handed to `blk_mq_complete_request`.
+unsafe extern "C" fn complete(rq: *mut bindings::request) {
+    // SAFETY: By the function's safety requirement; the request is the driver's again.
+    let rq = unsafe { Request::<Pdu<'_>>::from_raw(rq) };
+    // SAFETY: Completed: nothing else touches the data.
+    let pdu = unsafe { &mut *rq.pdu() };
+    pdu.release();
+    rq.end(pdu.blk_status());
+}
+
+/// # Safety
+///
+/// Called by blk-mq's timeout work (which may sleep) for a started request of an `init_hctx`-ed
+/// hardware queue.
+unsafe extern "C" fn timeout(rq: *mut bindings::request) -> bindings::blk_eh_timer_return {
+    // SAFETY: By the function's safety requirement.
+    let (queue, rq) = unsafe {
+        (
+            &*(*(*rq).mq_hctx).driver_data.cast::<IoQueue<'_>>(),
+            Request::<Pdu<'_>>::from_raw(rq),
+        )
+    };
+    handle_timeout(queue, rq).raw()
+}
+
+/// A request took too long: find out why and make sure it ends.
+fn handle_timeout(queue: &IoQueue<'_>, rq: &Request<Pdu<'_>>) -> TimeoutAction {
+    let ctrl = &queue.ctrl;
+    // A completion whose interrupt was lost.
+    queue.process_completions();
+    if rq.is_completed() {
+        return TimeoutAction::Done;
+    }
+    // SAFETY: Only the atomics are read while the request may still complete elsewhere.
+    let pdu = unsafe { &*rq.pdu() };
+    if pdu.device_done.load(Ordering::Acquire) || ctrl.is_dead() {
+        // The controller is done with the data (or disabled), but the completion was lost:
+        // nothing else will end the request.
+        dev_warn!(
+            ctrl.pdev,
+            "I/O {} QID {} timed out after completion\n",
+            rq.tag(),
+            queue.qid
+        );
+        // SAFETY: Not in flight on the controller and not completed: the data is ours.
+        unsafe { &mut *rq.pdu() }.release();
+        rq.end(Status::TIMEOUT);
+        return TimeoutAction::Done;
+    }
+    if !pdu.aborted.swap(true, Ordering::AcqRel) {
+        dev_warn!(
+            ctrl.pdev,
+            "I/O {} QID {} timed out, aborting\n",
+            rq.tag(),
+            queue.qid
+        );
+        let aborting = ctrl.admin.lock().abort(&ctrl.bar, queue.qid, rq.tag());
+        if let Ok(true) = aborting {
+            // The command completes with "Command Abort Requested" through the normal path.
+            return TimeoutAction::ResetTimer;
+        }
+    }
+    // Not abortable, or the abort did not finish it: stop the controller, which ends this request
+    // and all others with an error.
+    dev_warn!(
+        ctrl.pdev,
+        "I/O {} QID {} not aborted\n",
+        rq.tag(),
+        queue.qid
+    );
+    ctrl.kill();
+    TimeoutAction::Done
+}
+
+/// Ends every request of `set` that is still in flight with "host aborted". The controller is
+/// disabled and no interrupt handler runs.
+///
+/// # Safety
+///
+/// `set` is the live tag set of this driver's I/O queues.
+pub(crate) unsafe fn cancel_all(set: *mut bindings::blk_mq_tag_set) {
+    let cancel = |rq: &Request<Pdu<'_>>| {
+        if rq.is_completed() {
+            return;
+        }
+        // SAFETY: The pdu was initialised by `init_request`; only its atomics are shared.
+        let pdu = unsafe { &*rq.pdu() };
+        pdu.status
+            .store(command::SC_HOST_ABORTED, Ordering::Relaxed);
+        pdu.device_done.store(true, Ordering::Release);
+        rq.complete();
+    };
+    // SAFETY: By the function's safety requirement.
+    unsafe { blk::for_each_busy_raw(set, cancel) };
+}

@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A submission queue and a completion queue in coherent memory, with their doorbells and the
+//! completion queue's phase tag. Locking is the owner's business.
+
+use kernel::{
+    device::{Bound, Device},
+    io::Io,
+    prelude::*,
+};
+
+use crate::command::{Command, Completion};
+use crate::dma_local::{Coherent, DmaAddress, Gfp};
+use crate::regs::{self, Bar0};
+
+/// A submission queue.
+///
+/// # Invariants
+///
+/// `tail < entries.count()`, which fits in a `u16`.
+pub(crate) struct SubmissionQueue<'a> {
+    entries: Coherent<'a, Command>,
+    tail: u16,
+    doorbell: usize,
+}
+
+impl<'a> SubmissionQueue<'a> {
+    /// A zeroed queue of `depth` entries whose tail doorbell is at `doorbell`.
+    pub(crate) fn new(dev: &'a Device<Bound>, depth: u16, doorbell: usize) -> Result<Self> {
+        let entries = Coherent::alloc(dev, usize::from(depth), Gfp::KERNEL)?;
+        // INVARIANT: `tail` starts at 0 < depth (the allocation rejects 0).
+        Ok(Self {
+            entries,
+            tail: 0,
+            doorbell,
+        })
+    }
+
+    /// The bus address of the first entry.
+    pub(crate) fn dma_handle(&self) -> DmaAddress {
+        self.entries.dma_handle()
+    }
+
+    /// The number of entries.
+    pub(crate) fn depth(&self) -> u16 {
+        self.entries.count() as u16
+    }
+
+    /// Copies `command` into the tail slot and rings the tail doorbell. The caller makes sure the
+    /// queue has room (blk-mq's tags do, for I/O queues: there are fewer tags than entries).
+    pub(crate) fn submit(&mut self, bar: &Bar0<'_>, command: Command) -> Result {
+        self.entries.write(usize::from(self.tail), command)?;
+        let next = self.tail + 1;
+        // INVARIANT: wraps at the depth.
+        self.tail = if next == self.depth() { 0 } else { next };
+        // The entry's stores are ordered before the doorbell's by `writel`'s barrier.
+        bar.try_write32(u32::from(self.tail), self.doorbell)
+    }
+}
+
+/// A completion queue.
+///
+/// # Invariants
+///
+/// `head < entries.count()`; `phase` is the phase tag that new entries carry at `head`.
+pub(crate) struct CompletionQueue<'a> {
+    entries: Coherent<'a, Completion>,
+    head: u16,
+    phase: bool,
+    doorbell: usize,
+}
+
+impl<'a> CompletionQueue<'a> {
+    /// A zeroed queue of `depth` entries whose head doorbell is at `doorbell`.
+    pub(crate) fn new(dev: &'a Device<Bound>, depth: u16, doorbell: usize) -> Result<Self> {
+        let entries = Coherent::alloc(dev, usize::from(depth), Gfp::KERNEL)?;
+        // INVARIANT: the controller posts phase 1 on its first pass over zeroed entries.
+        Ok(Self {
+            entries,
+            head: 0,
+            phase: true,
+            doorbell,
+        })
+    }
+
+    /// The bus address of the first entry.
+    pub(crate) fn dma_handle(&self) -> DmaAddress {
+        self.entries.dma_handle()
+    }
+
+    /// The number of entries.
+    pub(crate) fn depth(&self) -> u16 {
+        self.entries.count() as u16
+    }
+
+    /// Takes the entry at the head if the controller has posted it.
+    pub(crate) fn pop(&mut self) -> Option<Completion> {
+        let entry = self.entries.read(usize::from(self.head)).ok()?;
+        if entry.phase() != self.phase {
+            return None;
+        }
+        // The phase tag is read first, as a whole entry; the rest of it is valid once it matches.
+        let next = self.head + 1;
+        if next == self.depth() {
+            self.head = 0;
+            self.phase = !self.phase;
+        } else {
+            self.head = next;
+        }
+        Some(entry)
+    }
+
+    /// Tells the controller how far the driver has consumed.
+    pub(crate) fn ring(&self, bar: &Bar0<'_>) -> Result {
+        bar.try_write32(u32::from(self.head), self.doorbell)
+    }
+}
+
+/// The doorbell offsets of queue pair `qid` for a controller with doorbell stride `stride`.
+pub(crate) fn doorbells(qid: u16, stride: usize) -> (usize, usize) {
+    (
+        regs::sq_tail_doorbell(qid, stride),
+        regs::cq_head_doorbell(qid, stride),
+    )
+}

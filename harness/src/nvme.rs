@@ -1,0 +1,23 @@
+//! Guest shell shared by the NVMe test and benchmark.
+
+/// Binds NVMe controllers, in PCI address order, alternately to nvme_rs and to the C nvme driver
+/// (through `driver_override`, before either driver loads), so that each pair of identical
+/// controllers gets one of each. Exports `RS_PCI`/`C_PCI`, the first of each, and defines
+/// `disk_of ADDRESS`, the first disk of the controller at that address under either driver.
+pub const BIND_ALTERNATELY: &str = r#"
+i=0
+for d in /sys/bus/pci/devices/*; do
+    [ "$(cat "$d/class")" = 0x010802 ] || continue
+    if [ $((i % 2)) = 0 ]; then driver=nvme_rs; else driver=nvme; fi
+    echo $driver >"$d/driver_override"
+    [ $i = 0 ] && export RS_PCI=${d##*/}
+    [ $i = 1 ] && export C_PCI=${d##*/}
+    i=$((i + 1))
+done
+disk_of() {
+    for b in /sys/bus/pci/devices/$1/block/*n1 /sys/bus/pci/devices/$1/nvme/*/*n1; do
+        [ -e "$b" ] && { echo "${b##*/}"; return 0; }
+    done
+    return 1
+}
+"#;

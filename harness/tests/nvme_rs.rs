@@ -1,0 +1,141 @@
+//! nvme_rs end to end: one VM (q35, every controller behind its own PCIe root port) with two
+//! identical NVMe controllers. The first is bound to nvme_rs, the second to the C nvme driver, so
+//! that every figure can be compared with the reference on the same emulated hardware.
+
+use harness::{nvme::BIND_ALTERNATELY, Drive, Machine, Scenario, Vm};
+
+const MIB: u64 = 1024 * 1024;
+
+const SCRIPT: &str = r#"
+diag "rs_pci=$RS_PCI c_pci=$C_PCI"
+check load insmod /modules/nvme_rs.ko
+check disks-per-namespace wait_for 20 test -b /dev/rsnvme0n1 -a -b /dev/rsnvme0n2
+check load-c-nvme sh -c 'insmod /modules/nvme-core.ko && insmod /modules/nvme.ko'
+check c-disks wait_for 20 test -b /dev/nvme0n1 -a -b /dev/nvme0n2
+q() { cat "/sys/block/$1/$2"; }
+for n in 1 2; do
+    for attr in size queue/logical_block_size queue/max_hw_sectors_kb queue/discard_max_hw_bytes queue/write_cache; do
+        check "ns$n-${attr##*/}-as-c" test "$(q rsnvme0n$n $attr)" = "$(q nvme0n$n $attr)"
+    done
+done
+diag "rs_queues=$(ls /sys/block/rsnvme0n1/mq | wc -l) c_queues=$(ls /sys/block/nvme0n1/mq | wc -l)"
+diag "rs_max_hw_sectors_kb=$(q rsnvme0n1 queue/max_hw_sectors_kb)"
+
+# 256 MiB of a pseudo-random pattern with direct I/O, read back and verified. The C driver writes
+# the same pattern to its twin, and both devices then read back the same bytes through the page
+# cache (large read-ahead requests).
+check pattern-write-256MiB blkio fill /dev/rsnvme0n1 0x5eed 256
+check pattern-verify-256MiB blkio verify /dev/rsnvme0n1 0x5eed 256
+check c-pattern-write-256MiB blkio fill /dev/nvme0n1 0x5eed 256
+rs_sha=$(dd if=/dev/rsnvme0n1 bs=1M count=256 2>/dev/null | sha256sum | cut -d' ' -f1)
+c_sha=$(dd if=/dev/nvme0n1 bs=1M count=256 2>/dev/null | sha256sum | cut -d' ' -f1)
+diag "rs_sha=$rs_sha"
+diag "c_sha=$c_sha"
+check same-bytes-as-c test "$rs_sha" = "$c_sha"
+
+# Namespaces are separate: writing the second leaves the first alone.
+check ns2-write blkio fill /dev/rsnvme0n2 0x2222 64
+check ns2-verify blkio verify /dev/rsnvme0n2 0x2222 64
+check ns1-untouched blkio verify /dev/rsnvme0n1 0x5eed 256
+
+# Four writers at once, then four readers at once, on separate 32 MiB regions.
+run_parallel() {
+    pids=""
+    for s in 1 2 3 4; do
+        blkio "$1" /dev/rsnvme0n1 $((100 + s)) 32 $((s * 32 - 32)) >"/tmp/par.$s" 2>&1 &
+        pids="$pids $!"
+    done
+    rc=0
+    for p in $pids; do wait "$p" || rc=1; done
+    cat /tmp/par.* >/dev/kmsg
+    return $rc
+}
+run_parallel fill
+ktap_result $? concurrent-writers
+run_parallel verify
+ktap_result $? concurrent-readers
+
+# Discard (Dataset Management), then a file system on the second namespace.
+check discard blkdiscard /dev/rsnvme0n2
+ln -sf /proc/mounts /etc/mtab
+check mkfs-ext2 /bin/mke2fs -q -F -t ext2 /dev/rsnvme0n2
+mkdir -p /mnt/rs
+check mount mount -t ext2 /dev/rsnvme0n2 /mnt/rs
+dd if=/dev/urandom of=/tmp/file bs=1M count=8 2>/dev/null
+file_sha=$(sha256sum </tmp/file | cut -d' ' -f1)
+check write-files sh -c 'cp /tmp/file /mnt/rs/file && mkdir /mnt/rs/dir &&
+    for i in $(seq 1 100); do echo "$i" >/mnt/rs/dir/$i || exit 1; done'
+check umount umount /mnt/rs
+check fsck-clean /bin/e2fsck -f -n /dev/rsnvme0n2
+check mount-again mount -t ext2 -o ro /dev/rsnvme0n2 /mnt/rs
+check file-reads-back test "$(sha256sum </mnt/rs/file | cut -d' ' -f1)" = "$file_sha"
+check umount-again umount /mnt/rs
+
+# A lost completion (fault injection): the timeout handler ends the request with an error, and the
+# disk keeps working.
+echo 2000 >/sys/block/rsnvme0n1/queue/io_timeout
+echo 100 >/sys/kernel/debug/fail_io_timeout/probability
+echo 1 >/sys/kernel/debug/fail_io_timeout/times
+echo 0 >/sys/kernel/debug/fail_io_timeout/verbose
+echo 1 >/sys/block/rsnvme0n1/io-timeout-fail
+check timed-out-io-fails sh -c '! timeout 60 blkio verify /dev/rsnvme0n1 101 1'
+echo 0 >/sys/block/rsnvme0n1/io-timeout-fail
+check timeout-handled sh -c 'dmesg | grep -q "nvme_rs.*timed out"'
+check io-after-timeout blkio verify /dev/rsnvme0n1 101 32
+
+# 100 unload/load cycles, each reading data back.
+cycles=0
+while [ $cycles -lt 100 ]; do
+    rmmod nvme_rs || break
+    insmod /modules/nvme_rs.ko || break
+    wait_for 20 test -b /dev/rsnvme0n1 || break
+    blkio verify /dev/rsnvme0n1 $((101 + cycles % 4)) 1 $((cycles % 4 * 32)) >/dev/null || break
+    cycles=$((cycles + 1))
+done
+diag "cycles=$cycles"
+check hundred-cycles test $cycles -eq 100
+
+# Surprise removal during I/O: QMP device_del of the controller.
+(blkio hammer /dev/rsnvme0n1 120 >/tmp/hammer.out 2>&1; echo $? >/tmp/hammer.rc) &
+hammer=$!
+sleep 2
+request unplug
+check disk-removed wait_for 60 sh -c '! test -e /sys/block/rsnvme0n1'
+wait $hammer
+diag "hammer=$(cat /tmp/hammer.out | tr ' ' ',')"
+check io-ended-with-errors grep -qx 0 /tmp/hammer.rc
+check c-nvme-unaffected blkio verify /dev/nvme0n1 0x5eed 16
+check unload rmmod nvme_rs
+"#;
+
+#[test]
+fn nvme_rs_against_the_c_nvme() {
+    let drives = || {
+        vec![
+            Drive::Raw { size: 512 * MIB },
+            Drive::Raw { size: 64 * MIB },
+        ]
+    };
+    let vm = Vm::new("dut")
+        .machine(Machine::Q35)
+        .memory_mib(1024)
+        .module("drivers/nvme_rs")
+        .kernel_module("drivers/nvme/host/nvme-core.ko")
+        .kernel_module("drivers/nvme/host/nvme.ko")
+        .tool("blkio")
+        .host_program("/usr/sbin/mke2fs")
+        .host_program("/usr/sbin/e2fsck")
+        .nvme(drives())
+        .nvme(drives())
+        .script(&format!("{BIND_ALTERNATELY}{SCRIPT}"))
+        .timeout(std::time::Duration::from_secs(1200));
+    let outcome = Scenario::new("nvme-rs")
+        .vm(vm)
+        .on_request("dut", "unplug", |qmp| qmp.device_del("nvme0"))
+        .run()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let dut = outcome.vm("dut");
+    assert_eq!(dut.diagnostic("rs_sha"), dut.diagnostic("c_sha"));
+    assert_eq!(dut.diagnostic("rs_sha").len(), 64, "a sha256 was computed");
+    assert_eq!(dut.diagnostic("cycles"), "100");
+}
