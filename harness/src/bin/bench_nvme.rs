@@ -1,0 +1,171 @@
+//! Benchmark: nvme_rs against the C nvme driver in one boot, on identical controllers. The VM has
+//! four NVMe controllers: two on QEMU's `null-co` backend and two on raw image files; of each pair,
+//! one is bound to nvme_rs and one to the C driver. Every figure is measured on both drivers in
+//! alternation (C, Rust, C, Rust, ...), so both see the same VM, boot and host load.
+//!
+//! Run through `scripts/bench-nvme.sh [ROUNDS] [SECONDS]`.
+
+use harness::{nvme::BIND_ALTERNATELY, Drive, Machine, Scenario, Vm};
+
+const MIB: u64 = 1024 * 1024;
+/// The region each figure works on, pre-filled on the file backend.
+const SPAN_MIB: u64 = 256;
+
+/// One figure: what `blkio bench` runs and what it reports.
+struct Figure {
+    key: &'static str,
+    label: &'static str,
+    mode: &'static str,
+    block_size: u32,
+    queue_depth: u32,
+    /// Read `iops=` rather than `mbps=`.
+    iops: bool,
+}
+
+const FIGURES: [Figure; 4] = [
+    Figure {
+        key: "randread4k_qd1",
+        label: "4k random read QD1 (IOPS)",
+        mode: "randread",
+        block_size: 4096,
+        queue_depth: 1,
+        iops: true,
+    },
+    Figure {
+        key: "randread4k_qd32",
+        label: "4k random read QD32 (IOPS)",
+        mode: "randread",
+        block_size: 4096,
+        queue_depth: 32,
+        iops: true,
+    },
+    Figure {
+        key: "seqread128k",
+        label: "128k seq read QD8 (MB/s)",
+        mode: "seqread",
+        block_size: 131072,
+        queue_depth: 8,
+        iops: false,
+    },
+    Figure {
+        key: "seqwrite128k",
+        label: "128k seq write QD8 (MB/s)",
+        mode: "seqwrite",
+        block_size: 131072,
+        queue_depth: 8,
+        iops: false,
+    },
+];
+
+const BACKENDS: [&str; 2] = ["null", "file"];
+
+fn script(rounds: u32, seconds: u32) -> String {
+    let mut s = format!(
+        r#"
+set -- $(for d in /sys/bus/pci/devices/*; do
+    [ "$(cat "$d/class")" = 0x010802 ] && echo "${{d##*/}}"; done | sort)
+check load-drivers sh -c 'insmod /modules/nvme_rs.ko && insmod /modules/nvme-core.ko && insmod /modules/nvme.ko'
+all_disks() {{ for a in "$@"; do disk_of "$a" >/dev/null || return 1; done; }}
+check disks wait_for 30 all_disks "$@"
+export null_rs=$(disk_of $1) null_c=$(disk_of $2) file_rs=$(disk_of $3) file_c=$(disk_of $4)
+diag "disks=$null_rs,$null_c,$file_rs,$file_c"
+check fill-file-backends sh -c 'blkio fill /dev/$file_rs 7 {SPAN_MIB} && blkio fill /dev/$file_c 7 {SPAN_MIB}'
+round=0
+while [ $round -lt {rounds} ]; do
+"#
+    );
+    for backend in BACKENDS {
+        for f in &FIGURES {
+            let field = if f.iops { "iops" } else { "mbps" };
+            s += &format!(
+                r#"    for driver in c rs; do
+        eval dev=\$"{backend}_$driver"
+        out=$(blkio bench /dev/$dev {mode} {bs} {qd} {seconds} {SPAN_MIB})
+        echo "$out" >/dev/kmsg
+        diag "round$round.{backend}.{key}.$driver=$(echo "$out" | sed -n 's/.* {field}=\([0-9.]*\).*/\1/p')"
+    done
+"#,
+                mode = f.mode,
+                bs = f.block_size,
+                qd = f.queue_depth,
+                key = f.key,
+            );
+        }
+    }
+    s += r#"    round=$((round + 1))
+done
+check benchmark-done true
+"#;
+    s
+}
+
+fn mean(values: &[f64]) -> f64 {
+    values.iter().sum::<f64>() / values.len().max(1) as f64
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let rounds: u32 = args.next().and_then(|a| a.parse().ok()).unwrap_or(3);
+    let seconds: u32 = args.next().and_then(|a| a.parse().ok()).unwrap_or(5);
+    let null = || vec![Drive::Null { size: 1024 * MIB }];
+    let file = || vec![Drive::Raw { size: 1024 * MIB }];
+    let vm = Vm::new("dut")
+        .machine(Machine::Q35)
+        .memory_mib(1024)
+        .module("drivers/nvme_rs")
+        .kernel_module("drivers/nvme/host/nvme-core.ko")
+        .kernel_module("drivers/nvme/host/nvme.ko")
+        .tool("blkio")
+        .nvme(null())
+        .nvme(null())
+        .nvme(file())
+        .nvme(file())
+        .script(&format!("{BIND_ALTERNATELY}{}", script(rounds, seconds)))
+        .timeout(std::time::Duration::from_secs(3600));
+    println!(
+        "nvme benchmark: {rounds} rounds, {seconds} s per figure and driver, {SPAN_MIB} MiB span, \
+         2 vCPUs, blkio (Linux AIO, O_DIRECT)"
+    );
+    let outcome = match Scenario::new("bench-nvme").vm(vm).run() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(1);
+        }
+    };
+    let dut = outcome.vm("dut");
+    println!();
+    println!(
+        "{:<8} {:<28} {:>11} {:>11} {:>7}",
+        "backend", "figure (mean over rounds)", "C nvme", "nvme_rs", "rs / C"
+    );
+    for backend in BACKENDS {
+        for f in &FIGURES {
+            let values = |driver: &str| -> Vec<f64> {
+                (0..rounds)
+                    .filter_map(|round| {
+                        dut.ktap
+                            .diagnostic(&format!("round{round}.{backend}.{}.{driver}", f.key))
+                            .and_then(|v| v.parse::<f64>().ok())
+                    })
+                    .collect()
+            };
+            let (c, rs) = (values("c"), values("rs"));
+            if c.len() != rounds as usize || rs.len() != rounds as usize {
+                eprintln!(
+                    "{backend} {}: missing results; see {}",
+                    f.key,
+                    dut.console_log.display()
+                );
+                std::process::exit(1);
+            }
+            let (c_mean, rs_mean) = (mean(&c), mean(&rs));
+            println!(
+                "{backend:<8} {:<28} {c_mean:>11.1} {rs_mean:>11.1} {:>7.2}",
+                f.label,
+                rs_mean / c_mean
+            );
+            println!("{:<8} {:<28} C {c:.1?} rs {rs:.1?}", "", "  rounds");
+        }
+    }
+}
