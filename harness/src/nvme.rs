@@ -15,7 +15,7 @@ for d in /sys/bus/pci/devices/*; do
     i=$((i + 1))
 done
 disk_of() {
-    for b in /sys/bus/pci/devices/$1/block/*n1 /sys/bus/pci/devices/$1/nvme/*/*n1; do
+    for b in /sys/bus/pci/devices/$1/block/*n1 /sys/bus/pci/devices/$1/nvme/*/nvme*n1; do
         [ -e "$b" ] && { echo "${b##*/}"; return 0; }
     done
     return 1

@@ -38,6 +38,21 @@ check ns2-write blkio fill /dev/rsnvme0n2 0x2222 64
 check ns2-verify blkio verify /dev/rsnvme0n2 0x2222 64
 check ns1-untouched blkio verify /dev/rsnvme0n1 0x5eed 256
 
+# The same bytes through either data pointer format: SGLs for every request, then PRPs only.
+reload() { rmmod nvme_rs && insmod /modules/nvme_rs.ko "$@" && wait_for 20 test -b /dev/rsnvme0n2; }
+check reload-sgls-always reload sgl_threshold=512
+check verify-via-sgls blkio verify /dev/rsnvme0n1 0x5eed 256
+check write-via-sgls blkio fill /dev/rsnvme0n2 0x3333 64
+check reload-prps-only reload sgl_threshold=0
+sent() { dmesg | sed -n "s/.*nvme_rs.*removing; read\/write commands sent: \([0-9]*\) with PRPs, \([0-9]*\) with SGLs/$1/p" | tail -n 1; }
+diag "sgl_phase_sgl_commands=$(sent '\2')"
+check sgl-phase-used-sgls test "$(sent '\2')" -gt 0
+check verify-via-prps blkio verify /dev/rsnvme0n1 0x5eed 256
+check verify-sgl-written-via-prps blkio verify /dev/rsnvme0n2 0x3333 64
+check reload-default reload
+diag "prp_phase_sgl_commands=$(sent '\2') prp_phase_prp_commands=$(sent '\1')"
+check prp-phase-used-only-prps test "$(sent '\2')" -eq 0 -a "$(sent '\1')" -gt 0
+
 # Four writers at once, then four readers at once, on separate 32 MiB regions.
 run_parallel() {
     pids=""

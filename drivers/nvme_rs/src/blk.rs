@@ -263,6 +263,15 @@ impl TagSet {
     pub(crate) fn as_raw(&self) -> *mut bindings::blk_mq_tag_set {
         self.raw.get()
     }
+
+    /// The hardware queue that blk-mq maps `cpu` to (default map).
+    pub(crate) fn hw_queue_of_cpu(&self, cpu: u32) -> Option<u32> {
+        if cpu >= kernel::cpu::nr_cpu_ids() {
+            return None;
+        }
+        // SAFETY: An allocated set has a default map with an entry for every possible CPU id.
+        Some(unsafe { *(*self.raw.get()).map[0].mq_map.add(cpu as usize) })
+    }
 }
 
 /// Calls `f` on every request of `set` that is in flight.

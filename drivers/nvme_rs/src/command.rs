@@ -65,6 +65,13 @@ impl Completion {
     }
 }
 
+/// Command `flags`: PRP or SGL for Data Transfer (PSDT) = SGL, metadata pointer to a buffer.
+pub(crate) const FLAGS_PSDT_SGL: u8 = 1 << 6;
+/// SGL descriptor type: Data Block.
+pub(crate) const SGL_DATA_BLOCK: u64 = 0x0;
+/// SGL descriptor type: Last Segment (points at the final list of descriptors).
+pub(crate) const SGL_LAST_SEGMENT: u64 = 0x3;
+
 /// Status: Successful Completion.
 pub(crate) const SC_SUCCESS: u16 = 0;
 /// Status, written by the driver only: the command did not complete because the controller went
@@ -112,6 +119,8 @@ pub(crate) const DSM_ATTR_DEALLOCATE: u32 = 1 << 2;
 pub(crate) const ONCS_DSM: u16 = 1 << 2;
 /// Identify Controller, Volatile Write Cache: present.
 pub(crate) const VWC_PRESENT: u8 = 1 << 0;
+/// Identify Controller, SGL Support: SGLs supported for the NVM command set (either alignment).
+pub(crate) const SGLS_SUPPORTED_MASK: u32 = 0x3;
 
 /// The fields of an Identify Controller data structure (4096 bytes) that this driver uses.
 pub(crate) struct IdentifyController {
@@ -123,6 +132,8 @@ pub(crate) struct IdentifyController {
     pub(crate) oncs: u16,
     /// Volatile Write Cache.
     pub(crate) vwc: u8,
+    /// SGL Support.
+    pub(crate) sgls: u32,
 }
 
 impl IdentifyController {
@@ -136,6 +147,7 @@ impl IdentifyController {
             nn: u32::from_le_bytes([raw[516], raw[517], raw[518], raw[519]]),
             oncs: u16::from_le_bytes([raw[520], raw[521]]),
             vwc: raw[525],
+            sgls: u32::from_le_bytes([raw[536], raw[537], raw[538], raw[539]]),
         })
     }
 }

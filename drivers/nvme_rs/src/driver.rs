@@ -20,6 +20,8 @@ mod regs;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use kernel::{
+    cpu::CpuId,
+    cpumask::CpumaskVar,
     device::{Bound, Core},
     ffi::c_void,
     irq::IrqRequest,
@@ -41,6 +43,12 @@ kernel::module_pci_driver! {
     authors: ["rust-dma-drivers"],
     description: "NVMe block driver in Rust",
     license: "GPL",
+    params: {
+        sgl_threshold: u32 {
+            default: 32768,
+            description: "Use SGLs for requests whose segments average at least this many bytes (0: PRPs only)",
+        },
+    },
 }
 
 kernel::pci_device_table!(
@@ -155,7 +163,16 @@ impl<'bound> Nvme<'bound> {
         nvme.io_queues.reserve(count, GFP_KERNEL)?;
         for index in 0..count {
             let irq = IrqRequest::from(vectors.index(index)?).irq();
-            let queue = IoQueue::new(ctrl.clone(), index as u16 + 1, index as u16, irq)?;
+            let threshold = crate::module_parameters::sgl_threshold.value();
+            let sgl_threshold = (id.sgls & command::SGLS_SUPPORTED_MASK != 0 && threshold != 0)
+                .then_some(threshold as usize);
+            let queue = IoQueue::new(
+                ctrl.clone(),
+                index as u16 + 1,
+                index as u16,
+                irq,
+                sgl_threshold,
+            )?;
             nvme.io_queues.push(queue, GFP_KERNEL)?;
         }
 
@@ -170,6 +187,17 @@ impl<'bound> Nvme<'bound> {
             timeout: 0,
         })?);
         ctrl.set_tag_set(tag_set.as_raw());
+        for (index, queue) in nvme.io_queues.iter().enumerate() {
+            let mut cpus = CpumaskVar::new_zero(GFP_KERNEL)?;
+            for cpu in 0..kernel::cpu::nr_cpu_ids() {
+                if tag_set.hw_queue_of_cpu(cpu) == Some(index as u32) {
+                    cpus.set(CpuId::from_u32(cpu).ok_or(EINVAL)?);
+                }
+            }
+            if cpus.weight() > 0 {
+                queue.set_affinity(&cpus);
+            }
+        }
 
         // The largest transfer: what the PRP list holds, and no more than MDTS allows.
         let mut max_transfer = io::MAX_TRANSFER;
@@ -259,6 +287,16 @@ impl Drop for Nvme<'_> {
         }
         // Deleting a disk waits for its I/O.
         self.disks.clear();
+        let (prps, sgls) = self.io_queues.iter().fold((0, 0), |(p, s), queue| {
+            let (qp, qs) = queue.data_pointer_counts();
+            (p + qp, s + qs)
+        });
+        dev_info!(
+            ctrl.pdev,
+            "removing; read/write commands sent: {} with PRPs, {} with SGLs\n",
+            prps,
+            sgls
+        );
         if ctrl.is_present() && !ctrl.is_dead() {
             for queue in self.io_queues.iter() {
                 let _ = queue.delete();

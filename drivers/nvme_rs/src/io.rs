@@ -8,10 +8,11 @@
 //! pool. The mappings and the list live in the request's per-request data ([`Pdu`]) until the
 //! request completes.
 
-use core::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU16, Ordering};
+use core::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU16, AtomicU64, Ordering};
 
 use kernel::{
     bindings,
+    cpumask::Cpumask,
     ffi::{c_int, c_uint, c_void},
     new_spinlock, new_spinlock_irq,
     prelude::*,
@@ -59,6 +60,12 @@ pub(crate) struct IoQueue<'a> {
     #[pin]
     scatter: SpinLock<[bindings::scatterlist; MAX_SEGMENTS]>,
     tags: AtomicPtr<bindings::blk_mq_tags>,
+    /// Requests whose segments average at least this many bytes go to the controller as an SGL,
+    /// which costs it less than a PRP per page; `None` when the controller has no SGLs.
+    sgl_threshold: Option<usize>,
+    /// Read and write commands sent with PRPs and with SGLs.
+    prp_commands: AtomicU64,
+    sgl_commands: AtomicU64,
     irq: u32,
     irq_requested: AtomicBool,
 }
@@ -71,6 +78,7 @@ impl<'a> IoQueue<'a> {
         qid: u16,
         vector: u16,
         irq: u32,
+        sgl_threshold: Option<usize>,
     ) -> Result<Pin<KBox<Self>>> {
         let dev = ctrl.pdev.as_ref();
         let (sq_doorbell, cq_doorbell) = doorbells(qid, ctrl.stride());
@@ -94,6 +102,9 @@ impl<'a> IoQueue<'a> {
                 cq <- new_spinlock_irq!(cq, "nvme_rs:cq"),
                 scatter <- new_spinlock!(pin_init::init_zeroed(), "nvme_rs:scatter"),
                 tags: AtomicPtr::new(core::ptr::null_mut()),
+                sgl_threshold,
+                prp_commands: AtomicU64::new(0),
+                sgl_commands: AtomicU64::new(0),
                 irq,
                 irq_requested: AtomicBool::new(false),
             }),
@@ -120,6 +131,29 @@ impl<'a> IoQueue<'a> {
     /// The number of entries; blk-mq's queue depth is one less.
     pub(crate) fn depth(&self) -> u16 {
         self.sq.lock().depth()
+    }
+
+    /// Steers the queue's interrupt to the CPUs that submit to it, so that completions need no
+    /// inter-processor interrupt.
+    pub(crate) fn set_affinity(&self, cpus: &Cpumask) {
+        // SAFETY: A requested IRQ (type invariant) and a valid mask; the kernel copies it.
+        let ret = unsafe { bindings::irq_set_affinity(self.irq, cpus.as_raw()) };
+        if ret != 0 {
+            dev_info!(
+                self.ctrl.pdev,
+                "queue {} keeps its IRQ affinity ({})\n",
+                self.qid,
+                ret
+            );
+        }
+    }
+
+    /// How many read and write commands went out with PRPs and with SGLs.
+    pub(crate) fn data_pointer_counts(&self) -> (u64, u64) {
+        (
+            self.prp_commands.load(Ordering::Relaxed),
+            self.sgl_commands.load(Ordering::Relaxed),
+        )
     }
 
     /// Deletes the queue pair on the controller (orderly teardown only).
@@ -232,6 +266,7 @@ impl Pdu<'_> {
 /// The blk-mq operations of every nvme_rs disk.
 pub(crate) static MQ_OPS: bindings::blk_mq_ops = bindings::blk_mq_ops {
     queue_rq: Some(queue_rq),
+    commit_rqs: Some(commit_rqs),
     complete: Some(complete),
     timeout: Some(timeout),
     init_hctx: Some(init_hctx),
@@ -317,14 +352,32 @@ unsafe extern "C" fn queue_rq(
     };
     // SAFETY: As above.
     let ns = unsafe { &*rq.queue_data().cast::<Namespace>() };
-    match submit(queue, ns, rq) {
+    // SAFETY: As above.
+    let last = unsafe { (*bd).last };
+    match submit(queue, ns, rq, last) {
         Ok(()) => Status::OK.raw(),
         Err(status) => status.raw(),
     }
 }
 
-/// Builds the command for `rq`, starts it and submits it.
-fn submit<'a>(queue: &'a IoQueue<'a>, ns: &Namespace, rq: &Request<Pdu<'a>>) -> Result<(), Status> {
+/// # Safety
+///
+/// Called by blk-mq with a live hardware context set up by `init_hctx`.
+unsafe extern "C" fn commit_rqs(hctx: *mut bindings::blk_mq_hw_ctx) {
+    // SAFETY: By the function's safety requirement.
+    let queue = unsafe { &*(*hctx).driver_data.cast::<IoQueue<'_>>() };
+    // blk-mq ends a batch here when it could not say "last" on the final `queue_rq`.
+    let _ = queue.sq.lock().ring(&queue.ctrl.bar);
+}
+
+/// Builds the command for `rq`, starts it and queues it; the doorbell rings at the end of a batch
+/// (`last`, or `commit_rqs`).
+fn submit<'a>(
+    queue: &'a IoQueue<'a>,
+    ns: &Namespace,
+    rq: &Request<Pdu<'a>>,
+    last: bool,
+) -> Result<(), Status> {
     if queue.ctrl.is_dead() {
         return Err(Status::IOERR);
     }
@@ -355,8 +408,11 @@ fn submit<'a>(queue: &'a IoQueue<'a>, ns: &Namespace, rq: &Request<Pdu<'a>>) -> 
         return Err(Status::IOERR);
     }
     let mut sq = queue.sq.lock();
-    sq.submit(&queue.ctrl.bar, command)
-        .map_err(|_| Status::IOERR)
+    let pushed = sq.push(command);
+    if last || pushed.is_err() {
+        sq.ring(&queue.ctrl.bar).map_err(|_| Status::IOERR)?;
+    }
+    pushed.map_err(|_| Status::IOERR)
 }
 
 /// Fills in `command` for `rq`, mapping its data into `pdu`.
@@ -404,21 +460,34 @@ fn prepare<'a>(
             command.cdw10 = slba as u32;
             command.cdw11 = (slba >> 32) as u32;
             command.cdw12 = blocks - 1;
-            map_data(queue, rq, pdu, dir)?;
-            build_prps(queue, pdu, command)?;
+            let segments = map_data(queue, rq, pdu, dir)?;
+            // Like the C driver: PRPs describe every page, an SGL every segment, which costs the
+            // controller less when segments are large. An SGL list must fit one pool block.
+            let average = rq.bytes() as usize / segments;
+            if queue
+                .sgl_threshold
+                .is_some_and(|threshold| average >= threshold)
+                && 2 * segments <= PRP_LIST_ENTRIES
+            {
+                build_sgl(queue, pdu, command)?;
+                queue.sgl_commands.fetch_add(1, Ordering::Relaxed);
+            } else {
+                build_prps(queue, pdu, command)?;
+                queue.prp_commands.fetch_add(1, Ordering::Relaxed);
+            }
         }
         Op::Other(_) => return Err(Status::NOTSUPP),
     }
     Ok(())
 }
 
-/// Maps every segment of the request's data for the device.
+/// Maps every segment of the request's data for the device; returns how many there are.
 fn map_data<'a>(
     queue: &'a IoQueue<'a>,
     rq: &Request<Pdu<'a>>,
     pdu: &mut Pdu<'a>,
     dir: Direction,
-) -> Result<(), Status> {
+) -> Result<usize, Status> {
     let segments = usize::from(rq.nr_phys_segments());
     if segments == 0 || segments > MAX_SEGMENTS {
         return Err(Status::IOERR);
@@ -450,6 +519,49 @@ fn map_data<'a>(
         .map_err(|_| Status::RESOURCE)?;
         *slot = Some(map);
     }
+    Ok(mapped)
+}
+
+/// Describes the mapped data with an SGL: one Data Block descriptor in the command, or a Last
+/// Segment descriptor pointing at a list of them from the pool.
+fn build_sgl<'a>(
+    queue: &'a IoQueue<'a>,
+    pdu: &mut Pdu<'a>,
+    command: &mut Command,
+) -> Result<(), Status> {
+    // A descriptor's second quadword: length in bits 31:0, descriptor type in bits 63:60.
+    let descriptor = |length: u64, kind: u64| length | (kind << 60);
+    let maps = || pdu.maps.iter().map_while(Option::as_ref);
+    let count = maps().count();
+    command.flags |= command::FLAGS_PSDT_SGL;
+    if count == 1 {
+        let map = maps().next().ok_or(Status::IOERR)?;
+        command.prp1 = map.dma_handle();
+        command.prp2 = descriptor(map.len() as u64, command::SGL_DATA_BLOCK);
+        return Ok(());
+    }
+    // Two quadwords per descriptor.
+    if 2 * count > PRP_LIST_ENTRIES {
+        return Err(Status::IOERR);
+    }
+    let mut list = queue
+        .ctrl
+        .prp_pool
+        .alloc(Gfp::ATOMIC | Gfp::NOWARN)
+        .map_err(|_| Status::RESOURCE)?;
+    for (i, map) in maps().enumerate() {
+        list.write(2 * i, map.dma_handle())
+            .and_then(|()| {
+                list.write(
+                    2 * i + 1,
+                    descriptor(map.len() as u64, command::SGL_DATA_BLOCK),
+                )
+            })
+            .map_err(|_| Status::IOERR)?;
+    }
+    command.prp1 = list.dma_handle();
+    command.prp2 = descriptor(16 * count as u64, command::SGL_LAST_SEGMENT);
+    pdu.list = Some(list);
     Ok(())
 }
 

@@ -17,10 +17,12 @@ use crate::regs::{self, Bar0};
 ///
 /// # Invariants
 ///
-/// `tail < entries.count()`, which fits in a `u16`.
+/// `tail` and `rung` are below `entries.count()`, which fits in a `u16`.
 pub(crate) struct SubmissionQueue<'a> {
     entries: Coherent<'a, Command>,
     tail: u16,
+    /// The tail the controller was last told about.
+    rung: u16,
     doorbell: usize,
 }
 
@@ -28,10 +30,11 @@ impl<'a> SubmissionQueue<'a> {
     /// A zeroed queue of `depth` entries whose tail doorbell is at `doorbell`.
     pub(crate) fn new(dev: &'a Device<Bound>, depth: u16, doorbell: usize) -> Result<Self> {
         let entries = Coherent::alloc(dev, usize::from(depth), Gfp::KERNEL)?;
-        // INVARIANT: `tail` starts at 0 < depth (the allocation rejects 0).
+        // INVARIANT: both start at 0 < depth (the allocation rejects 0).
         Ok(Self {
             entries,
             tail: 0,
+            rung: 0,
             doorbell,
         })
     }
@@ -46,15 +49,32 @@ impl<'a> SubmissionQueue<'a> {
         self.entries.count() as u16
     }
 
-    /// Copies `command` into the tail slot and rings the tail doorbell. The caller makes sure the
-    /// queue has room (blk-mq's tags do, for I/O queues: there are fewer tags than entries).
-    pub(crate) fn submit(&mut self, bar: &Bar0<'_>, command: Command) -> Result {
+    /// Copies `command` into the tail slot, without telling the controller yet ([`Self::ring`]).
+    /// The caller makes sure the queue has room (blk-mq's tags do, for I/O queues: there are fewer
+    /// tags than entries).
+    pub(crate) fn push(&mut self, command: Command) -> Result {
         self.entries.write(usize::from(self.tail), command)?;
         let next = self.tail + 1;
         // INVARIANT: wraps at the depth.
         self.tail = if next == self.depth() { 0 } else { next };
-        // The entry's stores are ordered before the doorbell's by `writel`'s barrier.
+        Ok(())
+    }
+
+    /// Rings the tail doorbell if commands were pushed since the last time: one MMIO write for a
+    /// whole batch.
+    pub(crate) fn ring(&mut self, bar: &Bar0<'_>) -> Result {
+        if self.rung == self.tail {
+            return Ok(());
+        }
+        self.rung = self.tail;
+        // The entries' stores are ordered before the doorbell's by `writel`'s barrier.
         bar.try_write32(u32::from(self.tail), self.doorbell)
+    }
+
+    /// Pushes `command` and rings the doorbell.
+    pub(crate) fn submit(&mut self, bar: &Bar0<'_>, command: Command) -> Result {
+        self.push(command)?;
+        self.ring(bar)
     }
 }
 

@@ -2,7 +2,9 @@
 //!
 //! Run through `scripts/demo.sh`, which first sets up whatever is missing.
 
-use harness::{generate_driver, Outcome, Scenario, SocketLink, Vm};
+use harness::{
+    generate_driver, nvme::BIND_ALTERNATELY, Drive, Machine, Outcome, Scenario, SocketLink, Vm,
+};
 
 /// The driver the demo generates from the template, as a user would.
 const EDU_DRIVER: &str = "edu_demo";
@@ -42,6 +44,23 @@ diag "peer received, sha256 $(timeout 120 netpipe recv 7001 2>/dev/null | sha256
 dd if=/dev/urandom of=/tmp/data bs=1M count=16 2>/dev/null
 diag "peer sent 16 MiB, sha256 $(sha256sum </tmp/data | cut -c1-16)..."
 check tcp-16MiB-to-e1000_rs sh -c 'netpipe send 169.254.0.1 7002 </tmp/data'
+"#;
+
+/// nvme_rs on one NVMe controller, the C nvme driver on its twin.
+const NVME_SCRIPT: &str = r#"
+check load-nvme_rs insmod /modules/nvme_rs.ko
+check load-c-nvme sh -c 'insmod /modules/nvme-core.ko && insmod /modules/nvme.ko'
+check disks wait_for 20 sh -c 'test -b /dev/rsnvme0n1 && test -b /dev/nvme0n1'
+diag "rsnvme0n1: $(($(cat /sys/block/rsnvme0n1/size) / 2048)) MiB, $(ls /sys/block/rsnvme0n1/mq | wc -l) hardware queues"
+check write-64MiB-pattern blkio fill /dev/rsnvme0n1 0xd1 64
+diag "$(blkio verify /dev/rsnvme0n1 0xd1 64)"
+check same-pattern-on-c-nvme blkio fill /dev/nvme0n1 0xd1 64
+diag "sha256 via nvme_rs $(dd if=/dev/rsnvme0n1 bs=1M count=64 2>/dev/null | sha256sum | cut -c1-16)..."
+diag "sha256 via C nvme  $(dd if=/dev/nvme0n1 bs=1M count=64 2>/dev/null | sha256sum | cut -c1-16)..."
+diag "$(blkio bench /dev/rsnvme0n1 randread 4096 32 2 64) (nvme_rs)"
+diag "$(blkio bench /dev/nvme0n1 randread 4096 32 2 64) (C nvme)"
+dmesg | grep 'nvme_rs' | while IFS= read -r l; do diag "kernel: $l"; done
+check unload-nvme_rs rmmod nvme_rs
 "#;
 
 fn show(outcome: &Outcome) {
@@ -98,6 +117,19 @@ fn run() -> harness::Result<()> {
         .nic("e1000", link.connect())
         .script(E1000_PEER_SCRIPT);
     show(&Scenario::new("demo-e1000").vm(dut).vm(peer).run()?);
+
+    println!("\nBooting a VM with two NVMe controllers: nvme_rs on one, the C nvme driver on the other...");
+    let disk = || vec![Drive::Raw { size: 128 << 20 }];
+    let vm = Vm::new("nvme")
+        .machine(Machine::Q35)
+        .module("drivers/nvme_rs")
+        .kernel_module("drivers/nvme/host/nvme-core.ko")
+        .kernel_module("drivers/nvme/host/nvme.ko")
+        .tool("blkio")
+        .nvme(disk())
+        .nvme(disk())
+        .script(&format!("{BIND_ALTERNATELY}{NVME_SCRIPT}"));
+    show(&Scenario::new("demo-nvme").vm(vm).run()?);
     println!("\nEverything worked: no Oops, WARNING, DMA-API or kmemleak report.");
     Ok(())
 }
