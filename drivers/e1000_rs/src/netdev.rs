@@ -83,6 +83,16 @@ extern "C" {
         offset: *mut c_uint,
     ) -> bool;
     fn e1000_rs_skb_checksum_help(skb: *mut bindings::sk_buff) -> c_int;
+    fn e1000_rs_skb_headlen(skb: *mut bindings::sk_buff) -> c_uint;
+    fn e1000_rs_skb_nr_frags(skb: *mut bindings::sk_buff) -> c_uint;
+    fn e1000_rs_skb_frag_address(skb: *mut bindings::sk_buff, i: c_uint) -> *mut c_void;
+    fn e1000_rs_skb_frag_size(skb: *mut bindings::sk_buff, i: c_uint) -> c_uint;
+    fn e1000_rs_skb_gso_size(skb: *mut bindings::sk_buff) -> c_uint;
+    fn e1000_rs_skb_gso_type(skb: *mut bindings::sk_buff) -> c_uint;
+    fn e1000_rs_skb_cow_head(skb: *mut bindings::sk_buff) -> c_int;
+    fn e1000_rs_skb_network_offset(skb: *mut bindings::sk_buff) -> c_uint;
+    fn e1000_rs_skb_transport_offset(skb: *mut bindings::sk_buff) -> c_uint;
+    fn e1000_rs_tcp_hdrlen(skb: *mut bindings::sk_buff) -> c_uint;
 }
 
 /// `enum netdev_tx` values (bindgen does not see `netdevice.h`; the shim asserts them at build time).
@@ -277,6 +287,47 @@ impl Napi {
     }
 }
 
+/// `SKB_GSO_TCPV4` (checked in `netdev_shim.c`).
+const SKB_GSO_TCPV4: c_uint = 1;
+/// IPv4 header: byte offsets of the fields TSO touches, and its least length.
+const IPV4_TOTAL_LENGTH: usize = 2;
+const IPV4_CHECKSUM: usize = 10;
+const IPV4_SOURCE: usize = 12;
+const IPV4_DESTINATION: usize = 16;
+const IPV4_HEADER_MIN: u32 = 20;
+/// TCP header: byte offset of the checksum.
+const TCP_CHECKSUM: usize = 16;
+const IPPROTO_TCP: u8 = 6;
+
+/// Where a segmentation offload frame's headers are, for the hardware's context descriptor.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Tso {
+    /// Offset of the IPv4 header.
+    pub(crate) ip_start: u8,
+    /// Offset of the TCP header.
+    pub(crate) tcp_start: u8,
+    /// Length of all headers, repeated in every segment.
+    pub(crate) header_len: u8,
+    /// Payload bytes per segment.
+    pub(crate) mss: u16,
+    /// Payload bytes in all.
+    pub(crate) payload_len: u32,
+}
+
+/// The ones' complement sum, folded to 16 bits, of an IPv4 pseudo-header with a zero length.
+fn pseudo_header_sum(source: [u8; 4], destination: [u8; 4], protocol: u8) -> u16 {
+    let word = |b: [u8; 4], i: usize| u32::from(u16::from_be_bytes([b[i], b[i + 1]]));
+    let mut sum = word(source, 0)
+        + word(source, 2)
+        + word(destination, 0)
+        + word(destination, 2)
+        + u32::from(protocol);
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    sum as u16
+}
+
 /// An owned socket buffer, freed on drop.
 pub(crate) struct Skb(NonNull<bindings::sk_buff>);
 
@@ -326,6 +377,83 @@ impl Skb {
     pub(crate) fn checksum_in_software(&mut self) -> Result {
         // SAFETY: `self.0` is a valid skb that this code owns.
         kernel::error::to_result(unsafe { e1000_rs_skb_checksum_help(self.0.as_ptr()) })
+    }
+
+    /// The length of the linear part, at [`Skb::data`]; the rest is in page fragments.
+    pub(crate) fn head_len(&self) -> u32 {
+        // SAFETY: `self.0` is a valid skb.
+        unsafe { e1000_rs_skb_headlen(self.0.as_ptr()) }
+    }
+
+    /// The page fragments after the linear part: CPU address and length of each.
+    pub(crate) fn frags(&self) -> impl Iterator<Item = (*mut u8, u32)> + '_ {
+        // SAFETY: `self.0` is a valid skb.
+        let count = unsafe { e1000_rs_skb_nr_frags(self.0.as_ptr()) };
+        (0..count).map(move |i| {
+            // SAFETY: `i` is below the skb's number of fragments.
+            unsafe {
+                (
+                    e1000_rs_skb_frag_address(self.0.as_ptr(), i).cast(),
+                    e1000_rs_skb_frag_size(self.0.as_ptr(), i),
+                )
+            }
+        })
+    }
+
+    /// For a TCP/IPv4 segmentation offload skb: readies its headers for the hardware, which
+    /// rewrites the IP length and both checksums in every segment, and returns where they are.
+    /// `Ok(None)` for an skb the stack did not leave to segmentation offload.
+    pub(crate) fn prepare_tso(&mut self) -> Result<Option<Tso>> {
+        let raw = self.0.as_ptr();
+        // SAFETY: `raw` is a valid skb.
+        let mss = unsafe { e1000_rs_skb_gso_size(raw) };
+        if mss == 0 {
+            return Ok(None);
+        }
+        // SAFETY: As above.
+        if unsafe { e1000_rs_skb_gso_type(raw) } & SKB_GSO_TCPV4 == 0 {
+            return Err(EINVAL);
+        }
+        // The headers are about to be written: make sure this skb has its own copy.
+        // SAFETY: `raw` is a valid skb that this code owns.
+        kernel::error::to_result(unsafe { e1000_rs_skb_cow_head(raw) })?;
+        // SAFETY: A valid skb with transport and network headers set (the stack sets them for GSO).
+        let (network, transport, tcp_len) = unsafe {
+            (
+                e1000_rs_skb_network_offset(raw),
+                e1000_rs_skb_transport_offset(raw),
+                e1000_rs_tcp_hdrlen(raw),
+            )
+        };
+        let header_len = transport + tcp_len;
+        if transport < network + IPV4_HEADER_MIN || header_len > self.head_len() {
+            return Err(EINVAL);
+        }
+        let tso = Tso {
+            ip_start: u8::try_from(network)?,
+            tcp_start: u8::try_from(transport)?,
+            header_len: u8::try_from(header_len)?,
+            mss: u16::try_from(mss)?,
+            payload_len: self.len() - header_len,
+        };
+        let data = self.data();
+        // SAFETY: Both headers lie within the linear part (checked above), which `skb_cow_head` made
+        // this skb's own. The hardware fills in the total length and the IP checksum of each segment,
+        // and adds the payload to the TCP checksum, which starts as the pseudo-header's sum without
+        // a length.
+        unsafe {
+            let ip = data.add(network as usize);
+            let tcp = data.add(transport as usize);
+            ip.add(IPV4_TOTAL_LENGTH).cast::<[u8; 2]>().write([0, 0]);
+            ip.add(IPV4_CHECKSUM).cast::<[u8; 2]>().write([0, 0]);
+            let source = ip.add(IPV4_SOURCE).cast::<[u8; 4]>().read();
+            let destination = ip.add(IPV4_DESTINATION).cast::<[u8; 4]>().read();
+            let pseudo = pseudo_header_sum(source, destination, IPPROTO_TCP);
+            tcp.add(TCP_CHECKSUM)
+                .cast::<[u8; 2]>()
+                .write(pseudo.to_be_bytes());
+        }
+        Ok(Some(tso))
     }
 
     /// Extends its data by `length` bytes that the device wrote.

@@ -6,11 +6,14 @@
  */
 #include <linux/etherdevice.h>
 #include <linux/netdevice.h>
+#include <linux/tcp.h>
 
 #include "netdev_shim.h"
 
 /* netdev.rs returns these as plain integers. */
 static_assert(NETDEV_TX_OK == 0x00 && NETDEV_TX_BUSY == 0x10);
+/* netdev.rs checks the GSO type against this value. */
+static_assert(SKB_GSO_TCPV4 == 1);
 
 /* The net_device's private area: the NAPI context and a pointer to the Rust adapter. */
 struct e1000_rs_priv {
@@ -34,8 +37,8 @@ struct net_device *e1000_rs_alloc_netdev(struct device *parent)
 	if (dev) {
 		SET_NETDEV_DEV(dev, parent);
 		dev->netdev_ops = &e1000_rs_netdev_ops;
-		dev->features |= NETIF_F_HW_CSUM;
-		dev->hw_features |= NETIF_F_HW_CSUM;
+		dev->features |= NETIF_F_HW_CSUM | NETIF_F_SG | NETIF_F_TSO;
+		dev->hw_features |= NETIF_F_HW_CSUM | NETIF_F_SG | NETIF_F_TSO;
 		netif_napi_add(dev, e1000_rs_napi(dev), e1000_rs_poll);
 	}
 	return dev;
@@ -205,6 +208,56 @@ bool e1000_rs_skb_csum_partial(struct sk_buff *skb, unsigned int *start, unsigne
 int e1000_rs_skb_checksum_help(struct sk_buff *skb)
 {
 	return skb_checksum_help(skb);
+}
+
+unsigned int e1000_rs_skb_headlen(struct sk_buff *skb)
+{
+	return skb_headlen(skb);
+}
+
+unsigned int e1000_rs_skb_nr_frags(struct sk_buff *skb)
+{
+	return skb_shinfo(skb)->nr_frags;
+}
+
+void *e1000_rs_skb_frag_address(struct sk_buff *skb, unsigned int i)
+{
+	return skb_frag_address(&skb_shinfo(skb)->frags[i]);
+}
+
+unsigned int e1000_rs_skb_frag_size(struct sk_buff *skb, unsigned int i)
+{
+	return skb_frag_size(&skb_shinfo(skb)->frags[i]);
+}
+
+unsigned int e1000_rs_skb_gso_size(struct sk_buff *skb)
+{
+	return skb_shinfo(skb)->gso_size;
+}
+
+unsigned int e1000_rs_skb_gso_type(struct sk_buff *skb)
+{
+	return skb_shinfo(skb)->gso_type;
+}
+
+int e1000_rs_skb_cow_head(struct sk_buff *skb)
+{
+	return skb_cow_head(skb, 0);
+}
+
+unsigned int e1000_rs_skb_network_offset(struct sk_buff *skb)
+{
+	return skb_network_offset(skb);
+}
+
+unsigned int e1000_rs_skb_transport_offset(struct sk_buff *skb)
+{
+	return skb_transport_offset(skb);
+}
+
+unsigned int e1000_rs_tcp_hdrlen(struct sk_buff *skb)
+{
+	return tcp_hdrlen(skb);
 }
 
 void e1000_rs_set_stats(struct rtnl_link_stats64 *stats, const struct e1000_rs_stats *counters)

@@ -56,6 +56,16 @@ void e1000_rs_free_skb(struct sk_buff *skb);
 void e1000_rs_consume_skb(struct sk_buff *skb, int budget);
 bool e1000_rs_skb_csum_partial(struct sk_buff *skb, unsigned int *start, unsigned int *offset);
 int e1000_rs_skb_checksum_help(struct sk_buff *skb);
+unsigned int e1000_rs_skb_headlen(struct sk_buff *skb);
+unsigned int e1000_rs_skb_nr_frags(struct sk_buff *skb);
+void *e1000_rs_skb_frag_address(struct sk_buff *skb, unsigned int i);
+unsigned int e1000_rs_skb_frag_size(struct sk_buff *skb, unsigned int i);
+unsigned int e1000_rs_skb_gso_size(struct sk_buff *skb);
+unsigned int e1000_rs_skb_gso_type(struct sk_buff *skb);
+int e1000_rs_skb_cow_head(struct sk_buff *skb);
+unsigned int e1000_rs_skb_network_offset(struct sk_buff *skb);
+unsigned int e1000_rs_skb_transport_offset(struct sk_buff *skb);
+unsigned int e1000_rs_tcp_hdrlen(struct sk_buff *skb);
 void e1000_rs_set_stats(struct rtnl_link_stats64 *stats, const struct e1000_rs_stats *counters);
 
 #endif /* E1000_RS_NETDEV_SHIM_H */

@@ -110,10 +110,17 @@ pub(crate) const TX_CMD_IDE: u8 = 1 << 7;
 
 /// Descriptor extension (context and extended data descriptors), in the command byte.
 pub(crate) const TX_CMD_DEXT: u8 = 1 << 5;
+/// Context and extended data descriptors: TCP Segmentation Enable; context: the frame is IPv4
+/// (IP) and TCP (TCP).
+pub(crate) const TX_CMD_TSE: u8 = 1 << 2;
+pub(crate) const TX_CMD_IP: u8 = 1 << 1;
+pub(crate) const TX_CMD_TCP: u8 = 1 << 0;
 /// Extended data descriptor type, in the byte below the command byte (DTYP = 1 in bits 20-23).
 pub(crate) const TX_DTYP_DATA: u8 = 1 << 4;
 /// Extended data descriptor options (POPTS): insert the TCP/UDP checksum set up by the context.
 pub(crate) const TX_POPTS_TXSM: u8 = 1 << 1;
+/// Extended data descriptor options (POPTS): insert the IP checksum set up by the context.
+pub(crate) const TX_POPTS_IXSM: u8 = 1 << 0;
 
 /// EEPROM words 0 to 2 hold the Ethernet address.
 pub(crate) const EEPROM_MAC_WORDS: u32 = 3;

@@ -10,7 +10,7 @@ use kernel::{
 };
 
 use crate::dma_local::{Attrs, Coherent, Direction, DmaAddress, Gfp, Mapping};
-use crate::netdev::{NetDev, Skb};
+use crate::netdev::{NetDev, Skb, Tso};
 use crate::regs;
 use crate::{dma_read, dma_write};
 
@@ -18,9 +18,11 @@ use crate::{dma_read, dma_write};
 pub(crate) const RING_SIZE: usize = 256;
 /// Receive buffer size; RCTL.BSIZE = 0 selects 2048 bytes.
 pub(crate) const RX_BUFFER_SIZE: u32 = 2048;
-/// The queue is stopped when fewer descriptors than this are free, and woken at [`TX_WAKE_THRESHOLD`].
-const TX_STOP_THRESHOLD: usize = 2;
-const TX_WAKE_THRESHOLD: usize = 32;
+/// The queue is stopped when fewer descriptors than this are free, enough for the largest frame
+/// (a context, 64 KiB in 4 KiB pieces, and a piece more for each of up to 17 fragments and the linear
+/// part), and woken at [`TX_WAKE_THRESHOLD`].
+const TX_STOP_THRESHOLD: usize = 1 + 16 + 18;
+const TX_WAKE_THRESHOLD: usize = 2 * TX_STOP_THRESHOLD;
 /// Shortest frame the stack can use: an Ethernet header.
 const ETH_HLEN: u16 = 14;
 
@@ -62,11 +64,19 @@ fn next(i: usize) -> usize {
     (i + 1) % RING_SIZE
 }
 
-/// A buffer lent to the device; the mapping is declared first so that it is unmapped before the skb
-/// is freed.
+/// A receive buffer lent to the device; the mapping is declared first so that it is unmapped before
+/// the skb is freed.
 struct Slot<'a> {
     mapping: Mapping<'a>,
     skb: Skb,
+}
+
+/// A frame on the transmit ring, recorded at its first descriptor.
+struct TxPacket {
+    skb: Skb,
+    /// The descriptor that ends it (EOP, RS): when the device is done with that one, it is done
+    /// with the frame.
+    last: usize,
     len: u32,
 }
 
@@ -90,28 +100,49 @@ pub(crate) struct RxDone {
 ///
 /// # Invariants
 ///
-/// Every descriptor in `[next_to_clean, next_to_use)` is the device's or done; those of them that carry a
-/// packet have a `Some` slot, context descriptors have none.
+/// - Descriptors `[next_to_clean, next_to_use)` belong to the device, frame after frame: each frame
+///   starts with its (optional) context descriptor and has its [`TxPacket`] at that first index,
+///   with `last` its final descriptor; `next_to_clean` is always the start of a frame.
+/// - `buffers[i]` maps the data that descriptor `i` points at first; a buffer longer than
+///   [`MAX_DATA_PER_DESC`] continues on the next descriptors, which have no mapping of their own.
 pub(crate) struct TxRing<'a> {
     dev: &'a Device<Bound>,
     desc: Coherent<'a, TxDesc>,
-    slots: KVec<Option<Slot<'a>>>,
+    buffers: KVec<Option<Mapping<'a>>>,
+    packets: KVec<Option<TxPacket>>,
     next_to_use: usize,
     next_to_clean: usize,
-    /// The checksum offsets of the last context descriptor sent.
+    /// The checksum offsets of the last checksum context descriptor sent; `None` after a
+    /// segmentation context, which replaces it in the hardware.
     context: Option<(u8, u8)>,
+}
+
+/// Bytes one transmit descriptor carries at most (the C driver's limit for this controller).
+const MAX_DATA_PER_DESC: usize = 4096;
+
+/// The checksum work a frame leaves to the hardware.
+#[derive(Clone, Copy)]
+enum Offload {
+    None,
+    /// TCP/UDP checksum: where it starts and where it goes.
+    Checksum(u8, u8),
+    /// TCP segmentation, with IP and TCP checksums.
+    Tso(Tso),
 }
 
 impl<'a> TxRing<'a> {
     pub(crate) fn new(dev: &'a Device<Bound>) -> Result<Self> {
-        let mut slots = KVec::with_capacity(RING_SIZE, GFP_KERNEL)?;
+        let mut buffers = KVec::with_capacity(RING_SIZE, GFP_KERNEL)?;
+        let mut packets = KVec::with_capacity(RING_SIZE, GFP_KERNEL)?;
         for _ in 0..RING_SIZE {
-            slots.push(None, GFP_KERNEL)?;
+            buffers.push(None, GFP_KERNEL)?;
+            packets.push(None, GFP_KERNEL)?;
         }
         Ok(Self {
             dev,
             desc: Coherent::alloc(dev, RING_SIZE, Gfp::KERNEL)?,
-            slots,
+            buffers,
+            packets,
             next_to_use: 0,
             next_to_clean: 0,
             context: None,
@@ -128,82 +159,156 @@ impl<'a> TxRing<'a> {
         RING_SIZE - 1 - used
     }
 
-    /// Queues `skb`; returns the new tail for TDT. The skb comes back when the ring is full; a frame
-    /// that cannot be mapped is dropped (`Ok(None)`).
-    pub(crate) fn push(&mut self, mut skb: Skb) -> core::result::Result<Option<usize>, Skb> {
-        // Checksum offload: a context descriptor tells the device where the checksum starts and goes;
-        // it is only sent when that changes. Offsets past 255 bytes do not fit in it.
-        let offload = match skb.checksum_offload() {
+    /// What the hardware has to do for `skb`'s checksums; `Err` for a frame that must be dropped.
+    fn offload(skb: &mut Skb) -> Result<Offload> {
+        if let Some(tso) = skb.prepare_tso()? {
+            return Ok(Offload::Tso(tso));
+        }
+        // Offsets past 255 bytes do not fit in a context descriptor: checksum in software.
+        Ok(match skb.checksum_offload() {
             Some((start, place)) => match (u8::try_from(start), u8::try_from(place)) {
-                (Ok(start), Ok(place)) => Some((start, place)),
+                (Ok(start), Ok(place)) => Offload::Checksum(start, place),
                 _ => {
-                    if skb.checksum_in_software().is_err() {
-                        return Ok(None);
-                    }
-                    None
+                    skb.checksum_in_software()?;
+                    Offload::None
                 }
             },
-            None => None,
-        };
-        let context = offload.filter(|o| Some(*o) != self.context);
-        if self.free() < 1 + usize::from(context.is_some()) {
-            return Err(skb);
-        }
-        let len = skb.len();
-        // SAFETY: A linear skb's data (no scatter-gather is advertised) is slab or page memory that this
-        // slot owns until the device is done with it; the CPU does not touch it meanwhile.
-        let mapping = match unsafe {
-            Mapping::new(
-                self.dev,
-                skb.data(),
-                len as usize,
-                Direction::ToDevice,
-                Attrs::NONE,
-            )
-        } {
-            Ok(m) => m,
-            Err(_) => return Ok(None),
-        };
-        let mut i = self.next_to_use;
-        if let Some((start, place)) = context {
-            // TCP/UDP checksum start (TUCSS) and offset (TUCSO); TUCSE 0 means to the end.
-            let desc = TxDesc {
-                addr: (u64::from(start) << 32) | (u64::from(place) << 40),
-                cmd: regs::TX_CMD_DEXT | regs::TX_CMD_RS,
-                ..Default::default()
-            };
-            if self.desc.write(i, desc).is_err() {
-                return Ok(None);
-            }
-            self.context = context;
-            i = next(i);
-        }
-        let cmd = regs::TX_CMD_EOP | regs::TX_CMD_IFCS | regs::TX_CMD_RS | regs::TX_CMD_IDE;
-        let desc = match offload {
-            Some(_) => TxDesc {
-                addr: mapping.dma_handle(),
-                length: len as u16,
-                cso: regs::TX_DTYP_DATA,
-                cmd: cmd | regs::TX_CMD_DEXT,
-                css: regs::TX_POPTS_TXSM,
-                ..Default::default()
-            },
-            None => TxDesc {
-                addr: mapping.dma_handle(),
-                length: len as u16,
-                cmd,
-                ..Default::default()
-            },
-        };
-        if self.desc.write(i, desc).is_err() {
-            return Ok(None);
-        }
-        self.slots[i] = Some(Slot { mapping, skb, len });
-        self.next_to_use = next(i);
-        Ok(Some(self.next_to_use))
+            None => Offload::None,
+        })
     }
 
-    /// Whether the queue must stop until descriptors come back.
+    /// Queues `skb`, its linear part and page fragments each on as many descriptors as they need;
+    /// returns the new tail for TDT. The skb comes back when the ring is full; a frame that cannot be
+    /// offloaded or mapped is dropped (`Ok(None)`).
+    pub(crate) fn push(&mut self, mut skb: Skb) -> core::result::Result<Option<usize>, Skb> {
+        let Ok(offload) = Self::offload(&mut skb) else {
+            return Ok(None);
+        };
+        let context = match offload {
+            Offload::Checksum(start, place) => Some((start, place)) != self.context,
+            Offload::Tso(_) => true,
+            Offload::None => false,
+        };
+        let pieces = Iterator::chain(
+            core::iter::once(skb.head_len()),
+            skb.frags().map(|(_, len)| len),
+        );
+        let data_descs: usize = pieces
+            .map(|len| (len as usize).div_ceil(MAX_DATA_PER_DESC))
+            .sum();
+        if data_descs == 0 {
+            return Ok(None);
+        }
+        if self.free() < data_descs + usize::from(context) {
+            return Err(skb);
+        }
+
+        let start = self.next_to_use;
+        let mut i = start;
+        match offload {
+            Offload::Checksum(tucss, tucso) if context => {
+                // TCP/UDP checksum start (TUCSS) and offset (TUCSO); TUCSE 0 means to the end.
+                let desc = TxDesc {
+                    addr: (u64::from(tucss) << 32) | (u64::from(tucso) << 40),
+                    cmd: regs::TX_CMD_DEXT,
+                    ..Default::default()
+                };
+                if self.desc.write(i, desc).is_err() {
+                    return Ok(None);
+                }
+                self.context = Some((tucss, tucso));
+                i = next(i);
+            }
+            Offload::Tso(tso) => {
+                if self.desc.write(i, tso_context(&tso)).is_err() {
+                    return Ok(None);
+                }
+                self.context = None;
+                i = next(i);
+            }
+            _ => {}
+        }
+
+        let (cmd, dtyp, popts) = match offload {
+            Offload::None => (0, 0, 0),
+            Offload::Checksum(..) => (regs::TX_CMD_DEXT, regs::TX_DTYP_DATA, regs::TX_POPTS_TXSM),
+            Offload::Tso(_) => (
+                regs::TX_CMD_DEXT | regs::TX_CMD_TSE,
+                regs::TX_DTYP_DATA,
+                regs::TX_POPTS_TXSM | regs::TX_POPTS_IXSM,
+            ),
+        };
+        let cmd = cmd | regs::TX_CMD_IFCS | regs::TX_CMD_IDE;
+        let pieces = Iterator::chain(core::iter::once((skb.data(), skb.head_len())), skb.frags());
+        let mut last = i;
+        for (ptr, len) in pieces.filter(|&(_, len)| len > 0) {
+            // SAFETY: The skb's linear part and fragments are slab or page memory that the skb keeps
+            // until this frame's `TxPacket` is dropped, after every mapping of the frame; the CPU
+            // does not touch them meanwhile.
+            let mapping = match unsafe {
+                Mapping::new(
+                    self.dev,
+                    ptr,
+                    len as usize,
+                    Direction::ToDevice,
+                    Attrs::NONE,
+                )
+            } {
+                Ok(m) => m,
+                Err(_) => return self.unwind(start, i),
+            };
+            let first = i;
+            let mut offset = 0;
+            while offset < len as usize {
+                let chunk = (len as usize - offset).min(MAX_DATA_PER_DESC);
+                let desc = TxDesc {
+                    addr: mapping.dma_handle() + offset as u64,
+                    length: chunk as u16,
+                    cso: dtyp,
+                    cmd,
+                    css: popts,
+                    ..Default::default()
+                };
+                if self.desc.write(i, desc).is_err() {
+                    return self.unwind(start, i);
+                }
+                last = i;
+                i = next(i);
+                offset += chunk;
+            }
+            self.buffers[first] = Some(mapping);
+        }
+        // The last descriptor ends the frame and reports its status.
+        if dma_write!(
+            self.desc,
+            last,
+            cmd,
+            cmd | regs::TX_CMD_EOP | regs::TX_CMD_RS
+        )
+        .is_err()
+        {
+            return self.unwind(start, i);
+        }
+        let len = skb.len();
+        self.packets[start] = Some(TxPacket { skb, last, len });
+        self.next_to_use = i;
+        Ok(Some(i))
+    }
+
+    /// Gives up a frame whose descriptors `[start, end)` were written but not handed to the device:
+    /// unmaps what was mapped and drops the frame.
+    fn unwind(&mut self, start: usize, end: usize) -> core::result::Result<Option<usize>, Skb> {
+        let mut i = start;
+        while i != end {
+            self.buffers[i] = None;
+            i = next(i);
+        }
+        // A context descriptor among them was never sent.
+        self.context = None;
+        Ok(None)
+    }
+
+    /// Whether the queue must stop until descriptors come back: the next frame might not fit.
     pub(crate) fn nearly_full(&self) -> bool {
         self.free() < TX_STOP_THRESHOLD
     }
@@ -213,24 +318,58 @@ impl<'a> TxRing<'a> {
         self.free() >= TX_WAKE_THRESHOLD
     }
 
-    /// Frees every buffer the device has sent.
+    /// Frees every frame the device has sent.
     pub(crate) fn clean(&mut self, budget: i32) -> Done {
         let mut done = Done::default();
         while self.next_to_clean != self.next_to_use {
-            let i = self.next_to_clean;
-            let status = dma_read!(self.desc, i, status).unwrap_or(0);
+            let start = self.next_to_clean;
+            let Some(last) = self.packets[start].as_ref().map(|p| p.last) else {
+                // Not a frame's start: the type invariant is broken; stop rather than guess.
+                break;
+            };
+            let status = dma_read!(self.desc, last, status).unwrap_or(0);
             if status & regs::DESC_STATUS_DD == 0 {
                 break;
             }
-            if let Some(Slot { mapping, skb, len }) = self.slots[i].take() {
-                drop(mapping);
+            let mut i = start;
+            loop {
+                self.buffers[i] = None;
+                if i == last {
+                    break;
+                }
+                i = next(i);
+            }
+            if let Some(TxPacket { skb, len, .. }) = self.packets[start].take() {
                 skb.consume(budget);
                 done.packets += 1;
                 done.bytes += u64::from(len);
             }
-            self.next_to_clean = next(i);
+            self.next_to_clean = next(last);
         }
         done
+    }
+}
+
+/// The TCP/IP context descriptor of a segmentation offload frame.
+fn tso_context(tso: &Tso) -> TxDesc {
+    let ip_checksum = u64::from(tso.ip_start) + 10;
+    let ip_end = u64::from(tso.tcp_start) - 1;
+    let tcp_checksum = u64::from(tso.tcp_start) + 16;
+    TxDesc {
+        // IPCSS, IPCSO, IPCSE, TUCSS, TUCSO; TUCSE 0 means to the end.
+        addr: u64::from(tso.ip_start)
+            | (ip_checksum << 8)
+            | (ip_end << 16)
+            | (u64::from(tso.tcp_start) << 32)
+            | (tcp_checksum << 40),
+        // PAYLEN: 20 bits over the length field and the low nibble of the next byte (DTYP 0).
+        length: tso.payload_len as u16,
+        cso: ((tso.payload_len >> 16) & 0xf) as u8,
+        cmd: regs::TX_CMD_DEXT | regs::TX_CMD_TSE | regs::TX_CMD_IP | regs::TX_CMD_TCP,
+        status: 0,
+        // HDRLEN and MSS.
+        css: tso.header_len,
+        special: tso.mss,
     }
 }
 
@@ -285,11 +424,7 @@ impl<'a> RxRing<'a> {
             )
         }
         .ok()?;
-        Some(Slot {
-            mapping,
-            skb,
-            len: RX_BUFFER_SIZE,
-        })
+        Some(Slot { mapping, skb })
     }
 
     fn give(&mut self, i: usize, slot: &Slot<'_>) -> Result {
