@@ -26,6 +26,7 @@ pub mod nvme;
 mod qemu;
 mod qmp;
 mod scenario;
+pub mod stats;
 mod template;
 
 pub use env::Env;

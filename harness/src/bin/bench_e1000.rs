@@ -1,12 +1,13 @@
 //! Benchmark: e1000_rs against the C e1000 on the same setup, in one run. Two VMs joined by a socket
-//! link on 127.0.0.1; the peer always runs the C e1000; the DUT swaps its driver between rounds
-//! (C, Rust, C, Rust, ...), so both drivers see the same VMs, the same boot and the same host load.
+//! link on 127.0.0.1; the peer always runs the C e1000; the DUT measures both of its drivers back to
+//! back in every round (the order alternating), so both see the same VMs, boot and host load. The
+//! figure reported is the median of the per-round ratios (`harness::stats`).
 //!
 //! Run through `scripts/bench-e1000.sh [ROUNDS]`.
 
-use harness::{Scenario, SocketLink, Vm};
+use harness::{stats::Paired, Scenario, SocketLink, Vm};
 
-const MIB: u32 = 64;
+const MIB: u32 = 32;
 
 fn dut_script(rounds: u32) -> String {
     format!(
@@ -14,18 +15,23 @@ fn dut_script(rounds: u32) -> String {
 export PEER=169.254.0.2
 dd if=/dev/urandom of=/tmp/data bs=1M count={MIB} 2>/dev/null
 round=0
+n=0
 while [ $round -lt {rounds} ]; do
-  for driver in e1000 e1000_rs; do
+  # Who goes first alternates, so that neither driver always runs right after the other.
+  if [ $((round % 2)) = 0 ]; then order="e1000 e1000_rs"; else order="e1000_rs e1000"; fi
+  for driver in $order; do
     insmod /modules/$driver.ko
     wait_for 10 test -d /sys/class/net/eth0
     ip link set eth0 up && ip addr add 169.254.0.1/16 dev eth0
     wait_for 30 ping -c 1 -W 1 $PEER
     rtt=$(ping -c 200 -i 0.01 $PEER | sed -n 's|.*min/avg/max = [0-9.]*/\([0-9.]*\)/.*|\1|p')
     diag "round$round.$driver.rtt_ms=$rtt"
+    diag "round$round.$driver.transfer=$n"
     netpipe send $PEER 6001 </tmp/data 2>/dev/null
     rx=$(netpipe recv 6002 2>&1 >/dev/null)
     diag "round$round.$driver.rx=$rx"
     rmmod $driver
+    n=$((n + 1))
   done
   round=$((round + 1))
 done
@@ -67,15 +73,11 @@ fn mbps(report: &str) -> Option<f64> {
     Some(bytes? / seconds? / 1e6)
 }
 
-fn mean(values: &[f64]) -> f64 {
-    values.iter().sum::<f64>() / values.len().max(1) as f64
-}
-
 fn main() {
     let rounds: u32 = std::env::args()
         .nth(1)
         .and_then(|a| a.parse().ok())
-        .unwrap_or(3);
+        .unwrap_or(7);
     let link = SocketLink::new().expect("free ports");
     let dut = Vm::new("dut")
         .memory_mib(768)
@@ -101,57 +103,35 @@ fn main() {
         }
     };
     let (dut, peer) = (outcome.vm("dut"), outcome.vm("peer"));
-    let mut results = Vec::new();
-    for (index, driver) in ["e1000", "e1000_rs"].iter().enumerate() {
-        let mut tx = Vec::new();
-        let mut rx = Vec::new();
-        let mut rtt = Vec::new();
-        for round in 0..rounds {
-            let transfer = round * 2 + index as u32;
-            tx.extend(
-                peer.ktap
-                    .diagnostic(&format!("transfer{transfer}.tx"))
-                    .and_then(mbps),
-            );
-            rx.extend(
-                dut.ktap
-                    .diagnostic(&format!("round{round}.{driver}.rx"))
-                    .and_then(mbps),
-            );
-            rtt.extend(
-                dut.ktap
-                    .diagnostic(&format!("round{round}.{driver}.rtt_ms"))
-                    .and_then(|v| v.parse::<f64>().ok()),
-            );
+    let (mut tx, mut rx, mut rtt) = (Paired::default(), Paired::default(), Paired::default());
+    for round in 0..rounds {
+        let figure =
+            |driver: &str, key: &str| dut.ktap.diagnostic(&format!("round{round}.{driver}.{key}"));
+        for (driver, c_side) in [("e1000", true), ("e1000_rs", false)] {
+            let sent = figure(driver, "transfer")
+                .and_then(|n| peer.ktap.diagnostic(&format!("transfer{n}.tx")))
+                .and_then(mbps);
+            let received = figure(driver, "rx").and_then(mbps);
+            let ping = figure(driver, "rtt_ms").and_then(|v| v.parse::<f64>().ok());
+            let (Some(sent), Some(received), Some(ping)) = (sent, received, ping) else {
+                eprintln!(
+                    "round {round} {driver}: missing results; see {}",
+                    dut.console_log.display()
+                );
+                std::process::exit(1);
+            };
+            for (paired, value) in [(&mut tx, sent), (&mut rx, received), (&mut rtt, ping)] {
+                if c_side {
+                    paired.c.push(value)
+                } else {
+                    paired.rs.push(value)
+                }
+            }
         }
-        println!("{driver:>9}: TX {tx:.1?} MB/s, RX {rx:.1?} MB/s, ping RTT {rtt:.3?} ms");
-        results.push((mean(&tx), mean(&rx), mean(&rtt)));
     }
-    let (c, rs) = (results[0], results[1]);
     println!();
-    println!(
-        "{:<28} {:>10} {:>10} {:>8}",
-        "mean over rounds", "C e1000", "e1000_rs", "rs / C"
-    );
-    println!(
-        "{:<28} {:>10.1} {:>10.1} {:>8.2}",
-        "TCP DUT -> peer (MB/s)",
-        c.0,
-        rs.0,
-        rs.0 / c.0
-    );
-    println!(
-        "{:<28} {:>10.1} {:>10.1} {:>8.2}",
-        "TCP peer -> DUT (MB/s)",
-        c.1,
-        rs.1,
-        rs.1 / c.1
-    );
-    println!(
-        "{:<28} {:>10.3} {:>10.3} {:>8.2}",
-        "ping RTT (ms, lower better)",
-        c.2,
-        rs.2,
-        rs.2 / c.2
-    );
+    println!("{}", Paired::header("C e1000", "e1000_rs"));
+    println!("{}", tx.line("TCP DUT -> peer (MB/s)"));
+    println!("{}", rx.line("TCP peer -> DUT (MB/s)"));
+    println!("{}", rtt.line("ping RTT (ms, lower is better)"));
 }

@@ -1,11 +1,14 @@
 //! Benchmark: nvme_rs against the C nvme driver in one boot, on identical controllers. The VM has
 //! four NVMe controllers: two on QEMU's `null-co` backend and two on raw image files; of each pair,
-//! one is bound to nvme_rs and one to the C driver. Every figure is measured on both drivers in
-//! alternation (C, Rust, C, Rust, ...), so both see the same VM, boot and host load.
+//! one is bound to nvme_rs and one to the C driver. Every figure is measured on both drivers back to
+//! back, round after round (the order alternating), so both see the same VM, boot and host load; the
+//! figure reported is the median of the per-round ratios.
+//!
+//! The tool runs on CPU 0, so that both drivers serve it from the same hardware queue and CPU.
 //!
 //! Run through `scripts/bench-nvme.sh [ROUNDS] [SECONDS]`.
 
-use harness::{nvme::BIND_ALTERNATELY, Drive, Machine, Scenario, Vm};
+use harness::{nvme::BIND_ALTERNATELY, stats::Paired, Drive, Machine, Scenario, Vm};
 
 const MIB: u64 = 1024 * 1024;
 /// The region each figure works on, pre-filled on the file backend.
@@ -72,15 +75,17 @@ diag "disks=$null_rs,$null_c,$file_rs,$file_c"
 check fill-file-backends sh -c 'blkio fill /dev/$file_rs 7 {SPAN_MIB} && blkio fill /dev/$file_c 7 {SPAN_MIB}'
 round=0
 while [ $round -lt {rounds} ]; do
+    # Who goes first alternates, so that neither driver always runs right after the other.
+    if [ $((round % 2)) = 0 ]; then order="c rs"; else order="rs c"; fi
 "#
     );
     for backend in BACKENDS {
         for f in &FIGURES {
             let field = if f.iops { "iops" } else { "mbps" };
             s += &format!(
-                r#"    for driver in c rs; do
+                r#"    for driver in $order; do
         eval dev=\$"{backend}_$driver"
-        out=$(blkio bench /dev/$dev {mode} {bs} {qd} {seconds} {SPAN_MIB})
+        out=$(taskset 1 blkio bench /dev/$dev {mode} {bs} {qd} {seconds} {SPAN_MIB})
         echo "$out" >/dev/kmsg
         diag "round$round.{backend}.{key}.$driver=$(echo "$out" | sed -n 's/.* {field}=\([0-9.]*\).*/\1/p')"
     done
@@ -99,14 +104,10 @@ check benchmark-done true
     s
 }
 
-fn mean(values: &[f64]) -> f64 {
-    values.iter().sum::<f64>() / values.len().max(1) as f64
-}
-
 fn main() {
     let mut args = std::env::args().skip(1);
-    let rounds: u32 = args.next().and_then(|a| a.parse().ok()).unwrap_or(3);
-    let seconds: u32 = args.next().and_then(|a| a.parse().ok()).unwrap_or(5);
+    let rounds: u32 = args.next().and_then(|a| a.parse().ok()).unwrap_or(11);
+    let seconds: u32 = args.next().and_then(|a| a.parse().ok()).unwrap_or(2);
     let null = || vec![Drive::Null { size: 1024 * MIB }];
     let file = || vec![Drive::Raw { size: 1024 * MIB }];
     let vm = Vm::new("dut")
@@ -135,10 +136,7 @@ fn main() {
     };
     let dut = outcome.vm("dut");
     println!();
-    println!(
-        "{:<8} {:<28} {:>11} {:>11} {:>7}",
-        "backend", "figure (mean over rounds)", "C nvme", "nvme_rs", "rs / C"
-    );
+    println!("{}", Paired::header("C nvme", "nvme_rs"));
     for backend in BACKENDS {
         for f in &FIGURES {
             let values = |driver: &str| -> Vec<f64> {
@@ -150,8 +148,11 @@ fn main() {
                     })
                     .collect()
             };
-            let (c, rs) = (values("c"), values("rs"));
-            if c.len() != rounds as usize || rs.len() != rounds as usize {
+            let paired = Paired {
+                c: values("c"),
+                rs: values("rs"),
+            };
+            if paired.c.len() != rounds as usize || paired.rs.len() != rounds as usize {
                 eprintln!(
                     "{backend} {}: missing results; see {}",
                     f.key,
@@ -159,13 +160,7 @@ fn main() {
                 );
                 std::process::exit(1);
             }
-            let (c_mean, rs_mean) = (mean(&c), mean(&rs));
-            println!(
-                "{backend:<8} {:<28} {c_mean:>11.1} {rs_mean:>11.1} {:>7.2}",
-                f.label,
-                rs_mean / c_mean
-            );
-            println!("{:<8} {:<28} C {c:.1?} rs {rs:.1?}", "", "  rounds");
+            println!("{}", paired.line(&format!("{backend:<5} {}", f.label)));
         }
     }
 }
