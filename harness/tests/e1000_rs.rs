@@ -90,6 +90,21 @@ while [ $cycles -lt 100 ]; do
 done
 diag "cycles=$cycles"
 check hundred-cycles test $cycles -eq 100
+
+# The variant that copies frames through coherent buffers carries the same bytes.
+check reload-copy-buffers sh -c 'rmmod e1000_rs && insmod /modules/e1000_rs.ko copy_buffers=1'
+check copy-interface wait_for 10 test -d /sys/class/net/eth0
+up $DUT
+check copy-ping wait_for 30 ping -c 1 -W 1 $PEER
+dd if=/dev/urandom of=/tmp/out bs=1M count=16 2>/dev/null
+diag "copy_sent_sha=$(sha256sum </tmp/out | cut -d' ' -f1)"
+(timeout 300 netpipe recv 5012 | sha256sum | cut -d' ' -f1 >/tmp/recv.sha) &
+listener=$!
+check copy-tcp-send-16MiB sh -c 'netpipe send $PEER 5011 </tmp/out'
+wait $listener
+ktap_result $? copy-tcp-receive-16MiB
+diag "copy_received_sha=$(cat /tmp/recv.sha)"
+rm -f /tmp/out
 check tell-peer-done sh -c 'echo done | netpipe send $PEER 5009'
 check unload rmmod e1000_rs
 "#;
@@ -120,6 +135,13 @@ check send-runt-ipv4 rawframes eth0 $dut_mac 0x0800 14 10
 ip link set eth0 mtu 1500
 wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
 check tell-dut sh -c 'echo sent | netpipe send $DUT 5004'
+
+# The DUT's copying variant, after its load/unload cycles.
+check copy-tcp-receive-16MiB sh -c 'timeout 800 netpipe recv 5011 | sha256sum | cut -d" " -f1 >/tmp/recv.sha'
+diag "peer_copy_received_sha=$(cat /tmp/recv.sha)"
+dd if=/dev/urandom of=/tmp/out bs=1M count=16 2>/dev/null
+diag "peer_copy_sent_sha=$(sha256sum </tmp/out | cut -d' ' -f1)"
+check copy-tcp-send-16MiB sh -c 'netpipe send $DUT 5012 </tmp/out'
 
 check dut-finished sh -c 'timeout 800 netpipe recv 5009 | grep -q done'
 "#;
@@ -170,4 +192,14 @@ fn e1000_rs_against_the_c_e1000() {
         "runt IPv4 frames dropped by IP"
     );
     assert_eq!(dut.diagnostic("cycles"), "100");
+    assert_eq!(
+        dut.diagnostic("copy_sent_sha"),
+        peer.diagnostic("peer_copy_received_sha"),
+        "DUT -> peer bytes, copying variant"
+    );
+    assert_eq!(
+        peer.diagnostic("peer_copy_sent_sha"),
+        dut.diagnostic("copy_received_sha"),
+        "peer -> DUT bytes, copying variant"
+    );
 }

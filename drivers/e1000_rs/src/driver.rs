@@ -35,6 +35,12 @@ kernel::module_pci_driver! {
     authors: ["rust-dma-drivers"],
     description: "Intel 82540EM (QEMU e1000) Ethernet driver in Rust",
     license: "GPL",
+    params: {
+        copy_buffers: bool {
+            default: false,
+            description: "Copy frames through coherent ring buffers instead of mapping socket buffers (for comparison)",
+        },
+    },
 }
 
 type Bar0<'bound> = pci::Bar<'bound, { regs::BAR0_SIZE }>;
@@ -269,8 +275,9 @@ impl E1000<'_> {
     /// `ndo_open`: rings, receiver, transmitter, interrupts.
     pub(crate) fn open(&self) -> Result {
         let dev = self.pdev.as_ref();
-        let tx = TxRing::new(dev)?;
-        let rx = RxRing::new(dev, &self.netdev)?;
+        let copy = crate::module_parameters::copy_buffers.value();
+        let tx = TxRing::new(dev, copy)?;
+        let rx = RxRing::new(dev, &self.netdev, copy)?;
         let (tx_base, tx_len) = tx.base();
         let (rx_base, rx_len) = rx.base();
         let bar = &self.bar;

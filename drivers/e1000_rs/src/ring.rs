@@ -71,6 +71,71 @@ struct Slot<'a> {
     skb: Skb,
 }
 
+/// One buffer per descriptor in a single coherent allocation: the variant of the rings that copies
+/// frames in and out instead of mapping socket buffers (module parameter `copy_buffers`), kept to
+/// measure the two against each other.
+///
+/// # Invariants
+///
+/// `mem` holds `RING_SIZE * words` words; buffer `i` is words `[i * words, (i + 1) * words)`.
+struct CopyBuffers<'a> {
+    mem: Coherent<'a, u64>,
+    words: usize,
+}
+
+impl<'a> CopyBuffers<'a> {
+    fn new(dev: &'a Device<Bound>, bytes: usize) -> Result<Self> {
+        let words = bytes / 8;
+        Ok(Self {
+            mem: Coherent::alloc(dev, RING_SIZE * words, Gfp::KERNEL)?,
+            words,
+        })
+    }
+
+    /// The bus address of buffer `i`.
+    fn dma(&self, i: usize) -> Result<DmaAddress> {
+        self.mem.dma_handle_at(i * self.words)
+    }
+
+    /// Copies `len` bytes from `src` into buffer `i`.
+    ///
+    /// # Safety
+    ///
+    /// `src` is valid for reading `len` bytes.
+    unsafe fn fill(&mut self, i: usize, src: *const u8, len: usize) -> Result {
+        if len > self.words * 8 {
+            return Err(EINVAL);
+        }
+        for word in 0..len.div_ceil(8) {
+            let mut bytes = [0u8; 8];
+            let n = (len - word * 8).min(8);
+            // SAFETY: `word * 8 + n <= len` bytes from `src` are readable (safety requirement).
+            unsafe { core::ptr::copy_nonoverlapping(src.add(word * 8), bytes.as_mut_ptr(), n) };
+            self.mem
+                .write(i * self.words + word, u64::from_ne_bytes(bytes))?;
+        }
+        Ok(())
+    }
+
+    /// Copies the first `len` bytes of buffer `i` to `dst`.
+    ///
+    /// # Safety
+    ///
+    /// `dst` is valid for writing `len` bytes.
+    unsafe fn copy_out(&self, i: usize, dst: *mut u8, len: usize) -> Result {
+        if len > self.words * 8 {
+            return Err(EINVAL);
+        }
+        for word in 0..len.div_ceil(8) {
+            let bytes = self.mem.read(i * self.words + word)?.to_ne_bytes();
+            let n = (len - word * 8).min(8);
+            // SAFETY: `word * 8 + n <= len` bytes at `dst` are writable (safety requirement).
+            unsafe { core::ptr::copy_nonoverlapping(bytes.as_ptr(), dst.add(word * 8), n) };
+        }
+        Ok(())
+    }
+}
+
 /// A frame on the transmit ring, recorded at its first descriptor.
 struct TxPacket {
     skb: Skb,
@@ -115,6 +180,8 @@ pub(crate) struct TxRing<'a> {
     /// The checksum offsets of the last checksum context descriptor sent; `None` after a
     /// segmentation context, which replaces it in the hardware.
     context: Option<(u8, u8)>,
+    /// Copy frames into these instead of mapping them.
+    copy: Option<CopyBuffers<'a>>,
 }
 
 /// Bytes one transmit descriptor carries at most (the C driver's limit for this controller).
@@ -131,7 +198,8 @@ enum Offload {
 }
 
 impl<'a> TxRing<'a> {
-    pub(crate) fn new(dev: &'a Device<Bound>) -> Result<Self> {
+    /// A transmit ring that maps frames for the device, or copies them into coherent buffers.
+    pub(crate) fn new(dev: &'a Device<Bound>, copy: bool) -> Result<Self> {
         let mut buffers = KVec::with_capacity(RING_SIZE, GFP_KERNEL)?;
         let mut packets = KVec::with_capacity(RING_SIZE, GFP_KERNEL)?;
         for _ in 0..RING_SIZE {
@@ -146,6 +214,11 @@ impl<'a> TxRing<'a> {
             next_to_use: 0,
             next_to_clean: 0,
             context: None,
+            copy: if copy {
+                Some(CopyBuffers::new(dev, MAX_DATA_PER_DESC)?)
+            } else {
+                None
+            },
         })
     }
 
@@ -242,27 +315,36 @@ impl<'a> TxRing<'a> {
         let pieces = Iterator::chain(core::iter::once((skb.data(), skb.head_len())), skb.frags());
         let mut last = i;
         for (ptr, len) in pieces.filter(|&(_, len)| len > 0) {
-            // SAFETY: The skb's linear part and fragments are slab or page memory that the skb keeps
-            // until this frame's `TxPacket` is dropped, after every mapping of the frame; the CPU
-            // does not touch them meanwhile.
-            let mapping = match unsafe {
-                Mapping::new(
-                    self.dev,
-                    ptr,
-                    len as usize,
-                    Direction::ToDevice,
-                    Attrs::NONE,
-                )
-            } {
-                Ok(m) => m,
-                Err(_) => return self.unwind(start, i),
+            let len = len as usize;
+            let mapping = if self.copy.is_some() {
+                None
+            } else {
+                // SAFETY: The skb's linear part and fragments are slab or page memory that the skb
+                // keeps until this frame's `TxPacket` is dropped, after every mapping of the frame;
+                // the CPU does not touch them meanwhile.
+                match unsafe { Mapping::new(self.dev, ptr, len, Direction::ToDevice, Attrs::NONE) }
+                {
+                    Ok(m) => Some(m),
+                    Err(_) => return self.unwind(start, i),
+                }
             };
             let first = i;
             let mut offset = 0;
-            while offset < len as usize {
-                let chunk = (len as usize - offset).min(MAX_DATA_PER_DESC);
+            while offset < len {
+                let chunk = (len - offset).min(MAX_DATA_PER_DESC);
+                let addr = match (&mapping, self.copy.as_mut()) {
+                    (Some(mapping), _) => Ok(mapping.dma_handle() + offset as u64),
+                    (None, Some(copy)) => {
+                        // SAFETY: `ptr + offset .. + chunk` lies within the piece.
+                        unsafe { copy.fill(i, ptr.add(offset), chunk) }.and_then(|()| copy.dma(i))
+                    }
+                    (None, None) => Err(EINVAL),
+                };
+                let Ok(addr) = addr else {
+                    return self.unwind(start, i);
+                };
                 let desc = TxDesc {
-                    addr: mapping.dma_handle() + offset as u64,
+                    addr,
                     length: chunk as u16,
                     cso: dtyp,
                     cmd,
@@ -276,7 +358,7 @@ impl<'a> TxRing<'a> {
                 i = next(i);
                 offset += chunk;
             }
-            self.buffers[first] = Some(mapping);
+            self.buffers[first] = mapping;
         }
         // The last descriptor ends the frame and reports its status.
         if dma_write!(
@@ -377,7 +459,7 @@ fn tso_context(tso: &Tso) -> TxDesc {
 ///
 /// # Invariants
 ///
-/// Every descriptor has a buffer (`slots[i]` is `Some`) whose address it holds.
+/// Every descriptor holds the address of its buffer: `slots[i]`, or buffer `i` of `copy`.
 pub(crate) struct RxRing<'a> {
     dev: &'a Device<Bound>,
     desc: Coherent<'a, RxDesc>,
@@ -385,22 +467,42 @@ pub(crate) struct RxRing<'a> {
     next_to_clean: usize,
     /// Inside a frame that spans several buffers (too long): drop until its end.
     discarding: bool,
+    /// Receive into these and copy out, instead of into mapped skbs; then `slots` stays empty.
+    copy: Option<CopyBuffers<'a>>,
 }
 
 impl<'a> RxRing<'a> {
-    /// A ring with a buffer on every descriptor.
-    pub(crate) fn new(dev: &'a Device<Bound>, netdev: &NetDev) -> Result<Self> {
+    /// A ring with a buffer on every descriptor: a mapped skb, or a coherent buffer to copy from.
+    pub(crate) fn new(dev: &'a Device<Bound>, netdev: &NetDev, copy: bool) -> Result<Self> {
         let mut ring = Self {
             dev,
             desc: Coherent::alloc(dev, RING_SIZE, Gfp::KERNEL)?,
             slots: KVec::with_capacity(RING_SIZE, GFP_KERNEL)?,
             next_to_clean: 0,
             discarding: false,
+            copy: if copy {
+                Some(CopyBuffers::new(dev, RX_BUFFER_SIZE as usize)?)
+            } else {
+                None
+            },
         };
         for i in 0..RING_SIZE {
-            let slot = ring.new_buffer(netdev).ok_or(ENOMEM)?;
-            ring.give(i, &slot)?;
-            ring.slots.push(Some(slot), GFP_KERNEL)?;
+            let (slot, addr) = match &ring.copy {
+                Some(copy) => (None, copy.dma(i)?),
+                None => {
+                    let slot = ring.new_buffer(netdev).ok_or(ENOMEM)?;
+                    let addr = slot.mapping.dma_handle();
+                    (Some(slot), addr)
+                }
+            };
+            ring.desc.write(
+                i,
+                RxDesc {
+                    addr,
+                    ..Default::default()
+                },
+            )?;
+            ring.slots.push(slot, GFP_KERNEL)?;
         }
         Ok(ring)
     }
@@ -425,14 +527,6 @@ impl<'a> RxRing<'a> {
         }
         .ok()?;
         Some(Slot { mapping, skb })
-    }
-
-    fn give(&mut self, i: usize, slot: &Slot<'_>) -> Result {
-        let desc = RxDesc {
-            addr: slot.mapping.dma_handle(),
-            ..Default::default()
-        };
-        self.desc.write(i, desc)
     }
 
     /// Passes up to `budget` received frames to `deliver`, gives each descriptor a new buffer, and
@@ -472,6 +566,22 @@ impl<'a> RxRing<'a> {
                 if let Some(slot) = self.slots[i].as_mut() {
                     slot.mapping.sync_for_device();
                 }
+            } else if let Some(copy) = &self.copy {
+                match netdev.alloc_rx_skb(u32::from(length)) {
+                    Some(mut skb) => {
+                        // SAFETY: A fresh skb has room for `length` bytes at `data`.
+                        match unsafe { copy.copy_out(i, skb.data(), usize::from(length)) } {
+                            Ok(()) => {
+                                skb.put(u32::from(length));
+                                done.frames.packets += 1;
+                                done.frames.bytes += u64::from(length);
+                                deliver(skb);
+                            }
+                            Err(_) => done.dropped += 1,
+                        }
+                    }
+                    None => done.dropped += 1,
+                }
             } else if let Some(fresh) = self.new_buffer(netdev) {
                 let Slot {
                     mapping, mut skb, ..
@@ -485,12 +595,13 @@ impl<'a> RxRing<'a> {
                 // No memory for a new buffer: keep the old one and drop the frame.
                 done.dropped += 1;
             }
-            if let Some(slot) = self.slots[i].as_ref() {
-                let desc = RxDesc {
-                    addr: slot.mapping.dma_handle(),
-                    ..Default::default()
-                };
-                let _ = dma_write!(self.desc, i, addr, desc.addr);
+            let addr = match (&self.copy, self.slots[i].as_ref()) {
+                (Some(copy), _) => copy.dma(i).ok(),
+                (None, Some(slot)) => Some(slot.mapping.dma_handle()),
+                (None, None) => None,
+            };
+            if let Some(addr) = addr {
+                let _ = dma_write!(self.desc, i, addr, addr);
                 let _ = dma_write!(self.desc, i, status, 0);
             }
             tail = Some(i);

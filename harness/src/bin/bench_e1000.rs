@@ -18,9 +18,13 @@ round=0
 n=0
 while [ $round -lt {rounds} ]; do
   # Who goes first alternates, so that neither driver always runs right after the other.
-  if [ $((round % 2)) = 0 ]; then order="e1000 e1000_rs"; else order="e1000_rs e1000"; fi
+  if [ $((round % 2)) = 0 ]; then order="e1000 e1000_rs e1000_rs_copy"; else order="e1000_rs_copy e1000_rs e1000"; fi
   for driver in $order; do
-    insmod /modules/$driver.ko
+    # e1000_rs_copy: e1000_rs copying frames through coherent buffers instead of mapping skbs.
+    case $driver in
+      e1000_rs_copy) module=e1000_rs; insmod /modules/e1000_rs.ko copy_buffers=1 ;;
+      *) module=$driver; insmod /modules/$driver.ko ;;
+    esac
     wait_for 10 test -d /sys/class/net/eth0
     ip link set eth0 up && ip addr add 169.254.0.1/16 dev eth0
     wait_for 30 ping -c 1 -W 1 $PEER
@@ -30,7 +34,7 @@ while [ $round -lt {rounds} ]; do
     netpipe send $PEER 6001 </tmp/data 2>/dev/null
     rx=$(netpipe recv 6002 2>&1 >/dev/null)
     diag "round$round.$driver.rx=$rx"
-    rmmod $driver
+    rmmod $module
     n=$((n + 1))
   done
   round=$((round + 1))
@@ -48,7 +52,7 @@ dd if=/dev/urandom of=/tmp/data bs=1M count={MIB} 2>/dev/null
 insmod /modules/e1000.ko
 ip link set eth0 up && ip addr add 169.254.0.2/16 dev eth0
 n=0
-while [ $n -lt $(({rounds} * 2)) ]; do
+while [ $n -lt $(({rounds} * 3)) ]; do
     tx=$(netpipe recv 6001 2>&1 >/dev/null)
     diag "transfer$n.tx=$tx"
     netpipe send $DUT 6002 </tmp/data 2>/dev/null
@@ -103,35 +107,54 @@ fn main() {
         }
     };
     let (dut, peer) = (outcome.vm("dut"), outcome.vm("peer"));
-    let (mut tx, mut rx, mut rtt) = (Paired::default(), Paired::default(), Paired::default());
+    // Figures per Rust variant: TX, RX, RTT, each paired with the C driver's in the same round.
+    let mut figures: [[Paired; 3]; 2] = Default::default();
     for round in 0..rounds {
         let figure =
             |driver: &str, key: &str| dut.ktap.diagnostic(&format!("round{round}.{driver}.{key}"));
-        for (driver, c_side) in [("e1000", true), ("e1000_rs", false)] {
+        let measured = |driver: &str| -> [f64; 3] {
             let sent = figure(driver, "transfer")
                 .and_then(|n| peer.ktap.diagnostic(&format!("transfer{n}.tx")))
                 .and_then(mbps);
             let received = figure(driver, "rx").and_then(mbps);
             let ping = figure(driver, "rtt_ms").and_then(|v| v.parse::<f64>().ok());
-            let (Some(sent), Some(received), Some(ping)) = (sent, received, ping) else {
-                eprintln!(
-                    "round {round} {driver}: missing results; see {}",
-                    dut.console_log.display()
-                );
-                std::process::exit(1);
-            };
-            for (paired, value) in [(&mut tx, sent), (&mut rx, received), (&mut rtt, ping)] {
-                if c_side {
-                    paired.c.push(value)
-                } else {
-                    paired.rs.push(value)
+            match (sent, received, ping) {
+                (Some(sent), Some(received), Some(ping)) => [sent, received, ping],
+                _ => {
+                    eprintln!(
+                        "round {round} {driver}: missing results; see {}",
+                        dut.console_log.display()
+                    );
+                    std::process::exit(1);
                 }
+            }
+        };
+        let c = measured("e1000");
+        for (variant, driver) in ["e1000_rs", "e1000_rs_copy"].iter().enumerate() {
+            let rs = measured(driver);
+            for k in 0..3 {
+                figures[variant][k].c.push(c[k]);
+                figures[variant][k].rs.push(rs[k]);
             }
         }
     }
-    println!();
-    println!("{}", Paired::header("C e1000", "e1000_rs"));
-    println!("{}", tx.line("TCP DUT -> peer (MB/s)"));
-    println!("{}", rx.line("TCP peer -> DUT (MB/s)"));
-    println!("{}", rtt.line("ping RTT (ms, lower is better)"));
+    let labels = [
+        "TCP DUT -> peer (MB/s)",
+        "TCP peer -> DUT (MB/s)",
+        "ping RTT (ms, lower is better)",
+    ];
+    for (variant, title) in [
+        "e1000_rs (skbs mapped with streaming DMA, the default)",
+        "e1000_rs copy_buffers=1 (frames copied through coherent buffers)",
+    ]
+    .iter()
+    .enumerate()
+    {
+        println!();
+        println!("{title}");
+        println!("{}", Paired::header("C e1000", "e1000_rs"));
+        for (k, label) in labels.iter().enumerate() {
+            println!("{}", figures[variant][k].line(label));
+        }
+    }
 }
