@@ -71,9 +71,8 @@ struct Slot<'a> {
     skb: Skb,
 }
 
-/// One buffer per descriptor in a single coherent allocation: the variant of the rings that copies
-/// frames in and out instead of mapping socket buffers (module parameter `copy_buffers`), kept to
-/// measure the two against each other.
+/// One buffer per descriptor in a single coherent allocation, for rings that copy frames in or out
+/// instead of mapping socket buffers (module parameters `rx_copy`, `tx_copy`).
 ///
 /// # Invariants
 ///
