@@ -72,3 +72,14 @@ void *nvme_rs_sg_virt(struct scatterlist *sg)
 {
 	return sg_virt(sg);
 }
+
+struct request *nvme_rs_rq_next(struct request *rq)
+{
+	return rq->rq_next;
+}
+
+bool nvme_rs_add_to_batch(struct request *rq, struct io_comp_batch *iob, bool is_error,
+			  void (*complete)(struct io_comp_batch *iob))
+{
+	return blk_mq_add_to_batch(rq, iob, is_error, complete);
+}

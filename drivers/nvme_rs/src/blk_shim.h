@@ -22,5 +22,8 @@ bool nvme_rs_rq_completed(struct request *rq);
 bool nvme_rs_should_fake_timeout(struct request_queue *q);
 struct request *nvme_rs_tag_to_rq(struct blk_mq_tags *tags, unsigned int tag);
 void *nvme_rs_sg_virt(struct scatterlist *sg);
+struct request *nvme_rs_rq_next(struct request *rq);
+bool nvme_rs_add_to_batch(struct request *rq, struct io_comp_batch *iob, bool is_error,
+			  void (*complete)(struct io_comp_batch *iob));
 
 #endif /* NVME_RS_BLK_SHIM_H */

@@ -54,11 +54,6 @@ unsafe impl AsBytes for Completion {}
 unsafe impl FromBytes for Completion {}
 
 impl Completion {
-    /// The phase tag.
-    pub(crate) fn phase(&self) -> bool {
-        self.status & 1 != 0
-    }
-
     /// The status field without the phase tag: 0 is success.
     pub(crate) fn status_field(&self) -> u16 {
         self.status >> 1

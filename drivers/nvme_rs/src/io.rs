@@ -170,33 +170,44 @@ impl<'a> IoQueue<'a> {
             return 0;
         }
         let tags = self.tags.load(Ordering::Acquire);
-        let mut cq = self.cq.lock();
+        let mut batch = blk::CompletionBatch::new();
         let mut count = 0;
-        while let Some(done) = cq.pop() {
-            count += 1;
-            if tags.is_null() {
-                continue;
+        {
+            let mut cq = self.cq.lock();
+            while let Some(done) = cq.pop() {
+                count += 1;
+                if tags.is_null() {
+                    continue;
+                }
+                // SAFETY: `tags` are this queue's blk-mq tags (type invariant), whose requests
+                // carry a `Pdu`.
+                let Some(rq) = (unsafe { blk::tag_to_rq::<Pdu<'_>>(tags, done.cid) }) else {
+                    dev_warn!(
+                        self.ctrl.pdev,
+                        "completion for unknown command {}\n",
+                        done.cid
+                    );
+                    continue;
+                };
+                // SAFETY: The pdu was initialised by `init_request`; only its atomics are shared.
+                let pdu = unsafe { &*rq.pdu() };
+                let status = done.status_field();
+                pdu.status.store(status, Ordering::Relaxed);
+                pdu.device_done.store(true, Ordering::Release);
+                // A lost completion (fault injection) is left to the timeout handler.
+                if rq.should_fake_timeout() {
+                    continue;
+                }
+                // SAFETY: `complete_batch` releases every request's data and ends the batch.
+                if !unsafe { batch.add(rq, status != command::SC_SUCCESS, complete_batch) } {
+                    rq.complete();
+                }
             }
-            // SAFETY: `tags` are this queue's blk-mq tags (type invariant), whose requests carry
-            // a `Pdu`.
-            let Some(rq) = (unsafe { blk::tag_to_rq::<Pdu<'_>>(tags, done.cid) }) else {
-                dev_warn!(
-                    self.ctrl.pdev,
-                    "completion for unknown command {}\n",
-                    done.cid
-                );
-                continue;
-            };
-            // SAFETY: The pdu was initialised by `init_request`; only its atomics are shared.
-            let pdu = unsafe { &*rq.pdu() };
-            pdu.status.store(done.status_field(), Ordering::Relaxed);
-            pdu.device_done.store(true, Ordering::Release);
-            // A lost completion (fault injection) is left to the timeout handler.
-            rq.complete();
+            if count > 0 {
+                let _ = cq.ring(&self.ctrl.bar);
+            }
         }
-        if count > 0 {
-            let _ = cq.ring(&self.ctrl.bar);
-        }
+        batch.complete();
         count
     }
 }
@@ -616,6 +627,20 @@ fn build_prps<'a>(
         pdu.list = Some(list);
     }
     Ok(())
+}
+
+/// Ends a batch of successful requests (`CompletionBatch::complete`).
+///
+/// # Safety
+///
+/// `iob` is a batch of this driver's completed requests, which nothing else touches.
+unsafe extern "C" fn complete_batch(iob: *mut c_void) {
+    let release = |rq: &Request<Pdu<'_>>| {
+        // SAFETY: Completed: nothing else touches the data.
+        unsafe { &mut *rq.pdu() }.release()
+    };
+    // SAFETY: By the function's safety requirement.
+    unsafe { blk::end_batch(iob, release) };
 }
 
 /// # Safety

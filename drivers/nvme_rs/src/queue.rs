@@ -11,6 +11,7 @@ use kernel::{
 
 use crate::command::{Command, Completion};
 use crate::dma_local::{Coherent, DmaAddress, Gfp};
+use crate::dma_read;
 use crate::regs::{self, Bar0};
 
 /// A submission queue.
@@ -115,11 +116,16 @@ impl<'a> CompletionQueue<'a> {
 
     /// Takes the entry at the head if the controller has posted it.
     pub(crate) fn pop(&mut self) -> Option<Completion> {
-        let entry = self.entries.read(usize::from(self.head)).ok()?;
-        if entry.phase() != self.phase {
+        let head = usize::from(self.head);
+        // The phase tag alone first: the rest of the entry is only valid once it matches, and a
+        // whole-entry read could take the other half before the controller wrote it.
+        let status = dma_read!(self.entries, head, status).ok()?;
+        if (status & 1 != 0) != self.phase {
             return None;
         }
-        // The phase tag is read first, as a whole entry; the rest of it is valid once it matches.
+        // SAFETY: A barrier with no preconditions: orders the entry's reads after the phase's.
+        unsafe { kernel::bindings::dma_rmb() };
+        let entry = self.entries.read(head).ok()?;
         let next = self.head + 1;
         if next == self.depth() {
             self.head = 0;
