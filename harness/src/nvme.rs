@@ -1,4 +1,20 @@
-//! Guest shell shared by the NVMe test and benchmark.
+//! What the NVMe test, benchmark and demo share: the VM with both drivers and the guest shell that
+//! binds them.
+
+use crate::{Machine, Vm};
+
+/// A q35 VM (every controller behind its own PCIe root port, so that it can be unplugged) with
+/// nvme_rs, the C nvme driver and `blkio`; the caller adds the controllers and the script, which
+/// starts with [`BIND_ALTERNATELY`].
+pub fn vm(name: &str) -> Vm {
+    Vm::new(name)
+        .machine(Machine::Q35)
+        .memory_mib(1024)
+        .module("drivers/nvme_rs")
+        .kernel_module("drivers/nvme/host/nvme-core.ko")
+        .kernel_module("drivers/nvme/host/nvme.ko")
+        .tool("blkio")
+}
 
 /// Binds NVMe controllers, in PCI address order, alternately to nvme_rs and to the C nvme driver
 /// (through `driver_override`, before either driver loads), so that each pair of identical

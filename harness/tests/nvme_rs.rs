@@ -2,7 +2,10 @@
 //! identical NVMe controllers. The first is bound to nvme_rs, the second to the C nvme driver, so
 //! that every figure can be compared with the reference on the same emulated hardware.
 
-use harness::{nvme::BIND_ALTERNATELY, Drive, Machine, Scenario, Vm};
+use harness::{
+    nvme::{self, BIND_ALTERNATELY},
+    Drive, Scenario,
+};
 
 const MIB: u64 = 1024 * 1024;
 
@@ -131,13 +134,7 @@ fn nvme_rs_against_the_c_nvme() {
             Drive::Raw { size: 64 * MIB },
         ]
     };
-    let vm = Vm::new("dut")
-        .machine(Machine::Q35)
-        .memory_mib(1024)
-        .module("drivers/nvme_rs")
-        .kernel_module("drivers/nvme/host/nvme-core.ko")
-        .kernel_module("drivers/nvme/host/nvme.ko")
-        .tool("blkio")
+    let vm = nvme::vm("dut")
         .host_program("/usr/sbin/mke2fs")
         .host_program("/usr/sbin/e2fsck")
         .nvme(drives())

@@ -8,7 +8,11 @@
 //!
 //! Run through `scripts/bench-nvme.sh [ROUNDS] [SECONDS]`.
 
-use harness::{nvme::BIND_ALTERNATELY, stats::Paired, Drive, Machine, Scenario, Vm};
+use harness::{
+    nvme::{self, BIND_ALTERNATELY},
+    stats::Paired,
+    Drive, Scenario,
+};
 
 const MIB: u64 = 1024 * 1024;
 /// The region each figure works on, pre-filled on the file backend.
@@ -110,13 +114,7 @@ fn main() {
     let seconds: u32 = args.next().and_then(|a| a.parse().ok()).unwrap_or(2);
     let null = || vec![Drive::Null { size: 1024 * MIB }];
     let file = || vec![Drive::Raw { size: 1024 * MIB }];
-    let vm = Vm::new("dut")
-        .machine(Machine::Q35)
-        .memory_mib(1024)
-        .module("drivers/nvme_rs")
-        .kernel_module("drivers/nvme/host/nvme-core.ko")
-        .kernel_module("drivers/nvme/host/nvme.ko")
-        .tool("blkio")
+    let vm = nvme::vm("dut")
         .nvme(null())
         .nvme(null())
         .nvme(file())

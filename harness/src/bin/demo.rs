@@ -3,7 +3,9 @@
 //! Run through `scripts/demo.sh`, which first sets up whatever is missing.
 
 use harness::{
-    generate_driver, nvme::BIND_ALTERNATELY, Drive, Machine, Outcome, Scenario, SocketLink, Vm,
+    generate_driver,
+    nvme::{self, BIND_ALTERNATELY},
+    Drive, Outcome, Scenario, SocketLink, Vm,
 };
 
 /// The driver the demo generates from the template, as a user would.
@@ -120,12 +122,7 @@ fn run() -> harness::Result<()> {
 
     println!("\nBooting a VM with two NVMe controllers: nvme_rs on one, the C nvme driver on the other...");
     let disk = || vec![Drive::Raw { size: 128 << 20 }];
-    let vm = Vm::new("nvme")
-        .machine(Machine::Q35)
-        .module("drivers/nvme_rs")
-        .kernel_module("drivers/nvme/host/nvme-core.ko")
-        .kernel_module("drivers/nvme/host/nvme.ko")
-        .tool("blkio")
+    let vm = nvme::vm("nvme")
         .nvme(disk())
         .nvme(disk())
         .script(&format!("{BIND_ALTERNATELY}{NVME_SCRIPT}"));
