@@ -256,7 +256,7 @@ impl<'bound> Nvme<'bound> {
         }
         dev_info!(
             pdev,
-            "{} I/O queues, {} disks, max transfer {} KiB\n",
+            "{} I/O queues, disks for {} namespaces, max transfer {} KiB\n",
             count,
             nvme.disks.len(),
             max_transfer / 1024
