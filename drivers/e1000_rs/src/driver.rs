@@ -13,7 +13,7 @@ mod netdev;
 mod regs;
 mod ring;
 
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use kernel::{
     bindings,
@@ -40,10 +40,6 @@ kernel::module_pci_driver! {
             default: true,
             description: "Receive into coherent ring buffers and copy frames out (default), instead of into mapped socket buffers",
         },
-        adaptive_itr: bool {
-            default: true,
-            description: "Lower the interrupt rate to 4000/s while bulk traffic lasts (default), instead of a fixed 20000/s",
-        },
         tx_copy: bool {
             default: false,
             description: "Copy frames into coherent ring buffers to transmit them, instead of mapping the socket buffers (default)",
@@ -55,13 +51,6 @@ type Bar0<'bound> = pci::Bar<'bound, { regs::BAR0_SIZE }>;
 
 /// Interrupt throttling as the C driver starts it: 20000 interrupts/s, in 256 ns units.
 const ITR_20K: u32 = 195;
-/// Interrupt throttling for bulk traffic: 4000 interrupts/s, so that a poll cleans many frames.
-const ITR_4K: u32 = 976;
-/// Bytes one poll must clean to switch to bulk throttling (with frames averaging nearly a full
-/// MTU), and below which it switches back, so that light traffic keeps its latency.
-const BULK_BYTES_ENTER: u64 = 10_000;
-const BULK_BYTES_LEAVE: u64 = 6_000;
-const BULK_AVERAGE_FRAME: u64 = 1_200;
 /// Transmit interrupt delay, in 1.024 us units (the C driver's default).
 const TIDV_DEFAULT: u32 = 8;
 
@@ -114,8 +103,6 @@ pub(crate) struct E1000<'bound> {
     counters: Counters,
     /// The interface is open: interrupts may schedule NAPI.
     running: AtomicBool,
-    /// The interrupt throttling rate programmed in ITR.
-    itr: AtomicU32,
     irq: u32,
     _vectors: pci::IrqVectorRegistration<'bound>,
 }
@@ -158,7 +145,6 @@ impl pci::Driver for E1000Driver {
             hw_errors <- new_spinlock!(HwErrors::default(), "e1000_rs:hw_errors"),
             counters: Counters::default(),
             running: AtomicBool::new(false),
-            itr: AtomicU32::new(ITR_20K),
             _vectors: bound.alloc_irq_vectors(1, 1, pci::IrqTypes::all())?,
             irq: kernel::irq::IrqRequest::from(_vectors.index(0)?).irq(),
             _: {
@@ -329,7 +315,6 @@ impl E1000<'_> {
             regs::TCTL,
         );
         bar.write32(ITR_20K, regs::ITR);
-        self.itr.store(ITR_20K, Ordering::Relaxed);
         self.netdev.reset_queue();
         self.netdev.napi().enable();
         self.running.store(true, Ordering::Release);
@@ -385,12 +370,10 @@ impl E1000<'_> {
 
     /// The NAPI poll: transmit completions, then up to `budget` received frames.
     pub(crate) fn poll(&self, napi: Napi, budget: i32) -> i32 {
-        let mut traffic = ring::Done::default();
         {
             let mut guard = self.tx.lock();
             if let Some(tx) = (*guard).as_mut() {
                 let done = tx.clean(budget);
-                traffic = done;
                 if done.packets > 0 {
                     self.netdev
                         .completed_queue(done.packets as u32, done.bytes as u32);
@@ -425,40 +408,14 @@ impl E1000<'_> {
                 c.rx_length_errors
                     .fetch_add(done.length_errors, Ordering::Relaxed);
                 c.rx_dropped.fetch_add(done.dropped, Ordering::Relaxed);
-                traffic.packets += done.frames.packets;
-                traffic.bytes += done.frames.bytes;
                 work =
                     (done.frames.packets + done.errors + done.length_errors + done.dropped) as i32;
             }
-        }
-        if crate::module_parameters::adaptive_itr.value() {
-            self.moderate_interrupts(traffic);
         }
         if work < budget && napi.complete_done(work) && self.running.load(Ordering::Acquire) {
             self.bar.write32(regs::INT_ENABLED, regs::IMS);
         }
         work.min(budget)
-    }
-
-    /// Adapts the interrupt rate to what one poll cleaned: bulk transfers of full frames get fewer
-    /// interrupts, and so more frames per poll; anything else the default rate.
-    fn moderate_interrupts(&self, traffic: ring::Done) {
-        if traffic.packets == 0 {
-            return;
-        }
-        let current = self.itr.load(Ordering::Relaxed);
-        let bulk = traffic.bytes >= BULK_BYTES_ENTER
-            && traffic.bytes / traffic.packets >= BULK_AVERAGE_FRAME;
-        let wanted = match current {
-            ITR_4K if traffic.bytes < BULK_BYTES_LEAVE => ITR_20K,
-            ITR_4K => ITR_4K,
-            _ if bulk => ITR_4K,
-            _ => ITR_20K,
-        };
-        if wanted != current {
-            self.itr.store(wanted, Ordering::Relaxed);
-            self.bar.write32(wanted, regs::ITR);
-        }
     }
 
     /// `ndo_get_stats64`.

@@ -18,14 +18,13 @@ round=0
 n=0
 while [ $round -lt {rounds} ]; do
   # Who goes first alternates, so that neither driver always runs right after the other.
-  if [ $((round % 2)) = 0 ]; then order="e1000 e1000_rs e1000_rs_map e1000_rs_copy e1000_rs_itr"; else order="e1000_rs_itr e1000_rs_copy e1000_rs_map e1000_rs e1000"; fi
+  if [ $((round % 2)) = 0 ]; then order="e1000 e1000_rs e1000_rs_map e1000_rs_copy"; else order="e1000_rs_copy e1000_rs_map e1000_rs e1000"; fi
   for driver in $order; do
     # e1000_rs with its defaults (transmit maps skbs, receive copies out of coherent buffers), with
-    # mapped skbs both ways, copying both ways, and with a fixed interrupt rate.
+    # mapped skbs both ways, and copying both ways.
     case $driver in
       e1000_rs_map) module=e1000_rs; insmod /modules/e1000_rs.ko rx_copy=0 ;;
       e1000_rs_copy) module=e1000_rs; insmod /modules/e1000_rs.ko tx_copy=1 ;;
-      e1000_rs_itr) module=e1000_rs; insmod /modules/e1000_rs.ko adaptive_itr=0 ;;
       *) module=$driver; insmod /modules/$driver.ko ;;
     esac
     wait_for 10 test -d /sys/class/net/eth0
@@ -55,7 +54,7 @@ dd if=/dev/urandom of=/tmp/data bs=1M count={MIB} 2>/dev/null
 insmod /modules/e1000.ko
 ip link set eth0 up && ip addr add 169.254.0.2/16 dev eth0
 n=0
-while [ $n -lt $(({rounds} * 5)) ]; do
+while [ $n -lt $(({rounds} * 4)) ]; do
     tx=$(netpipe recv 6001 2>&1 >/dev/null)
     diag "transfer$n.tx=$tx"
     netpipe send $DUT 6002 </tmp/data 2>/dev/null
@@ -111,7 +110,7 @@ fn main() {
     };
     let (dut, peer) = (outcome.vm("dut"), outcome.vm("peer"));
     // Figures per Rust variant: TX, RX, RTT, each paired with the C driver's in the same round.
-    let mut figures: [[Paired; 3]; 4] = Default::default();
+    let mut figures: [[Paired; 3]; 3] = Default::default();
     for round in 0..rounds {
         let figure =
             |driver: &str, key: &str| dut.ktap.diagnostic(&format!("round{round}.{driver}.{key}"));
@@ -133,7 +132,7 @@ fn main() {
             }
         };
         let c = measured("e1000");
-        for (variant, driver) in ["e1000_rs", "e1000_rs_map", "e1000_rs_copy", "e1000_rs_itr"]
+        for (variant, driver) in ["e1000_rs", "e1000_rs_map", "e1000_rs_copy"]
             .iter()
             .enumerate()
         {
@@ -150,10 +149,9 @@ fn main() {
         "ping RTT (ms, lower is better)",
     ];
     for (variant, title) in [
-        "e1000_rs (default: transmit maps skbs, receive copies out of coherent buffers, adaptive ITR)",
+        "e1000_rs (default: transmit maps skbs, receive copies out of coherent buffers)",
         "e1000_rs rx_copy=0 (skbs mapped with streaming DMA both ways)",
         "e1000_rs tx_copy=1 (frames copied through coherent buffers both ways)",
-        "e1000_rs adaptive_itr=0 (a fixed 20000 interrupts/s)",
     ]
     .iter()
     .enumerate()
