@@ -15,13 +15,17 @@ check load insmod /modules/nvme_rs.ko
 check disks-per-namespace wait_for 20 test -b /dev/rsnvme0n1 -a -b /dev/rsnvme0n2
 check load-c-nvme sh -c 'insmod /modules/nvme-core.ko && insmod /modules/nvme.ko'
 check c-disks wait_for 20 test -b /dev/nvme0n1 -a -b /dev/nvme0n2
+# The C driver numbers its disks in the order its asynchronous scan finds the namespaces: go by NSID.
+c_disk() { for d in /sys/block/nvme0n*; do [ "$(cat "$d/nsid")" = "$1" ] && echo "${d##*/}"; done; }
+c1=$(c_disk 1) c2=$(c_disk 2)
+diag "c_disks=$c1,$c2"
 q() { cat "/sys/block/$1/$2"; }
 for n in 1 2; do
     for attr in size queue/logical_block_size queue/max_hw_sectors_kb queue/discard_max_hw_bytes queue/write_cache; do
-        check "ns$n-${attr##*/}-as-c" test "$(q rsnvme0n$n $attr)" = "$(q nvme0n$n $attr)"
+        check "ns$n-${attr##*/}-as-c" test "$(q rsnvme0n$n $attr)" = "$(q "$(c_disk $n)" $attr)"
     done
 done
-diag "rs_queues=$(ls /sys/block/rsnvme0n1/mq | wc -l) c_queues=$(ls /sys/block/nvme0n1/mq | wc -l)"
+diag "rs_queues=$(ls /sys/block/rsnvme0n1/mq | wc -l) c_queues=$(ls /sys/block/$c1/mq | wc -l)"
 diag "rs_max_hw_sectors_kb=$(q rsnvme0n1 queue/max_hw_sectors_kb)"
 
 # 256 MiB of a pseudo-random pattern with direct I/O, read back and verified. The C driver writes
@@ -29,9 +33,9 @@ diag "rs_max_hw_sectors_kb=$(q rsnvme0n1 queue/max_hw_sectors_kb)"
 # cache (large read-ahead requests).
 check pattern-write-256MiB blkio fill /dev/rsnvme0n1 0x5eed 256
 check pattern-verify-256MiB blkio verify /dev/rsnvme0n1 0x5eed 256
-check c-pattern-write-256MiB blkio fill /dev/nvme0n1 0x5eed 256
+check c-pattern-write-256MiB blkio fill /dev/$c1 0x5eed 256
 rs_sha=$(dd if=/dev/rsnvme0n1 bs=1M count=256 2>/dev/null | sha256sum | cut -d' ' -f1)
-c_sha=$(dd if=/dev/nvme0n1 bs=1M count=256 2>/dev/null | sha256sum | cut -d' ' -f1)
+c_sha=$(dd if=/dev/$c1 bs=1M count=256 2>/dev/null | sha256sum | cut -d' ' -f1)
 diag "rs_sha=$rs_sha"
 diag "c_sha=$c_sha"
 check same-bytes-as-c test "$rs_sha" = "$c_sha"
@@ -122,7 +126,7 @@ check disk-removed wait_for 60 sh -c '! test -e /sys/block/rsnvme0n1'
 wait $hammer
 diag "hammer=$(cat /tmp/hammer.out | tr ' ' ',')"
 check io-ended-with-errors grep -qx 0 /tmp/hammer.rc
-check c-nvme-unaffected blkio verify /dev/nvme0n1 0x5eed 16
+check c-nvme-unaffected blkio verify /dev/$c1 0x5eed 16
 check unload rmmod nvme_rs
 "#;
 
