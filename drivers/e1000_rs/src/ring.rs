@@ -71,6 +71,10 @@ struct Slot<'a> {
     skb: Skb,
 }
 
+/// Words copied per bulk volatile access of a [`CopyBuffers`] buffer: one bounds check each, on a
+/// small stack buffer.
+const COPY_CHUNK_WORDS: usize = 32;
+
 /// One buffer per descriptor in a single coherent allocation, for rings that copy frames in or out
 /// instead of mapping socket buffers (module parameters `rx_copy`, `tx_copy`).
 ///
@@ -105,13 +109,16 @@ impl<'a> CopyBuffers<'a> {
         if len > self.words * 8 {
             return Err(EINVAL);
         }
-        for word in 0..len.div_ceil(8) {
-            let mut bytes = [0u8; 8];
-            let n = (len - word * 8).min(8);
-            // SAFETY: `word * 8 + n <= len` bytes from `src` are readable (safety requirement).
-            unsafe { core::ptr::copy_nonoverlapping(src.add(word * 8), bytes.as_mut_ptr(), n) };
+        let mut chunk = [0u64; COPY_CHUNK_WORDS];
+        for start in (0..len).step_by(COPY_CHUNK_WORDS * 8) {
+            let n = (len - start).min(COPY_CHUNK_WORDS * 8);
+            let words = n.div_ceil(8);
+            chunk[words - 1] = 0;
+            // SAFETY: `start + n <= len` bytes from `src` are readable (safety requirement), and
+            // `chunk` holds `n` bytes.
+            unsafe { core::ptr::copy_nonoverlapping(src.add(start), chunk.as_mut_ptr().cast(), n) };
             self.mem
-                .write(i * self.words + word, u64::from_ne_bytes(bytes))?;
+                .write_from(i * self.words + start / 8, &chunk[..words])?;
         }
         Ok(())
     }
@@ -125,11 +132,14 @@ impl<'a> CopyBuffers<'a> {
         if len > self.words * 8 {
             return Err(EINVAL);
         }
-        for word in 0..len.div_ceil(8) {
-            let bytes = self.mem.read(i * self.words + word)?.to_ne_bytes();
-            let n = (len - word * 8).min(8);
-            // SAFETY: `word * 8 + n <= len` bytes at `dst` are writable (safety requirement).
-            unsafe { core::ptr::copy_nonoverlapping(bytes.as_ptr(), dst.add(word * 8), n) };
+        let mut chunk = [0u64; COPY_CHUNK_WORDS];
+        for start in (0..len).step_by(COPY_CHUNK_WORDS * 8) {
+            let n = (len - start).min(COPY_CHUNK_WORDS * 8);
+            let words = &mut chunk[..n.div_ceil(8)];
+            self.mem.read_into(i * self.words + start / 8, words)?;
+            // SAFETY: `start + n <= len` bytes at `dst` are writable (safety requirement), and
+            // `chunk` holds `n` bytes.
+            unsafe { core::ptr::copy_nonoverlapping(chunk.as_ptr().cast(), dst.add(start), n) };
         }
         Ok(())
     }
