@@ -419,38 +419,40 @@ static void bench_error(struct bench *b, uint64_t offset, int err, long long res
 	b->stop = 1;
 }
 
+/*
+ * One I/O per io_submit, as fio submits by default (iodepth_batch_submit=1). Several in one call
+ * share a plug, in which the block layer merges adjacent sequential I/Os into larger requests;
+ * whether it can depends on how many completions the last interrupt brought, which made the
+ * sequential figures flip between two modes 2x apart from run to run.
+ */
 static void bench_submit(struct bench *b)
 {
-	struct iocb *batch[MAX_QD];
-	uint64_t i, n = 0;
+	struct iocb *cb;
+	uint64_t i;
 	long r;
 
-	for (i = 0; i < b->qd; i++) {
+	for (i = 0; i < b->qd && !b->stop; i++) {
 		if (b->state[i] == IDLE) {
 			prepare(&b->cbs[i], b->fd, b->mode == SEQWRITE, b->bufs[i], b->bs,
 				next_offset(b), i);
 			b->state[i] = PREPARED;
 		}
-		if (b->state[i] == PREPARED)
-			batch[n++] = &b->cbs[i];
-	}
-	if (!n)
-		return;
-	r = aio_submit(b->ctx, n, batch);
-	/* Out of resources with requests pending: reap first, submit the rest next round. */
-	if (r < 0 && (errno == EAGAIN || errno == EINTR) && b->in_flight)
-		return;
-	if (r < 0) {
-		bench_error(b, batch[0]->aio_offset, errno, 0);
-		return;
-	}
-	for (i = 0; i < (uint64_t)r; i++) {
-		b->state[batch[i]->aio_data] = IN_FLIGHT;
+		if (b->state[i] != PREPARED)
+			continue;
+		cb = &b->cbs[i];
+		r = aio_submit(b->ctx, 1, &cb);
+		/* Out of resources with requests pending: reap first, submit the rest next round. */
+		if (r < 0 && (errno == EAGAIN || errno == EINTR) && b->in_flight)
+			return;
+		if (r != 1) {
+			bench_error(b, cb->aio_offset, r < 0 ? errno : EAGAIN, 0);
+			return;
+		}
+		b->state[i] = IN_FLIGHT;
 		b->in_flight++;
 	}
 }
 
-/* Waits up to `seconds` for at least one completion. */
 static void bench_reap(struct bench *b, double seconds)
 {
 	struct timespec ts = timeout_of(seconds);
