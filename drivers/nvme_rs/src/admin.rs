@@ -58,7 +58,7 @@ impl<'a> AdminQueue<'a> {
         loop {
             let completion = self.cq.pop();
             if let Some(done) = completion {
-                self.cq.ring(bar)?;
+                self.cq.ring(bar, None)?;
                 if done.cid == command.cid {
                     return check(&command, &done);
                 }
@@ -186,6 +186,26 @@ impl<'a> AdminQueue<'a> {
         )?;
         // DW0 bit 0 set means "command not aborted".
         Ok(result & 1 == 0)
+    }
+
+    /// Doorbell Buffer Config: hands the controller the Shadow Doorbell buffer and the EventIdx
+    /// buffer, both page aligned.
+    pub(crate) fn doorbell_buffer_config(
+        &mut self,
+        bar: &Bar0<'_>,
+        shadow: DmaAddress,
+        event_indexes: DmaAddress,
+    ) -> Result {
+        self.execute(
+            bar,
+            Command {
+                opcode: admin::DOORBELL_BUFFER_CONFIG,
+                prp1: shadow,
+                prp2: event_indexes,
+                ..Command::default()
+            },
+        )
+        .map(|_| ())
     }
 }
 

@@ -82,6 +82,7 @@ pub(crate) mod admin {
     pub(crate) const IDENTIFY: u8 = 0x06;
     pub(crate) const ABORT: u8 = 0x08;
     pub(crate) const SET_FEATURES: u8 = 0x09;
+    pub(crate) const DOORBELL_BUFFER_CONFIG: u8 = 0x7c;
 }
 
 /// NVM command set opcodes.
@@ -110,6 +111,8 @@ pub(crate) const CQ_IRQ_ENABLED: u32 = 1 << 1;
 /// Dataset Management: Attribute - Deallocate.
 pub(crate) const DSM_ATTR_DEALLOCATE: u32 = 1 << 2;
 
+/// Identify Controller, Optional Admin Command Support: Doorbell Buffer Config.
+pub(crate) const OACS_DOORBELL_BUFFER_CONFIG: u16 = 1 << 8;
 /// Identify Controller, Optional NVM Command Support: Dataset Management.
 pub(crate) const ONCS_DSM: u16 = 1 << 2;
 /// Identify Controller, Volatile Write Cache: present.
@@ -121,6 +124,8 @@ pub(crate) const SGLS_SUPPORTED_MASK: u32 = 0x3;
 pub(crate) struct IdentifyController {
     /// Maximum Data Transfer Size, as a power of two of the minimum page size; 0 is no limit.
     pub(crate) mdts: u8,
+    /// Optional Admin Command Support.
+    pub(crate) oacs: u16,
     /// Number of Namespaces: the highest valid NSID.
     pub(crate) nn: u32,
     /// Optional NVM Command Support.
@@ -139,6 +144,7 @@ impl IdentifyController {
         }
         Ok(Self {
             mdts: raw[77],
+            oacs: u16::from_le_bytes([raw[256], raw[257]]),
             nn: u32::from_le_bytes([raw[516], raw[517], raw[518], raw[519]]),
             oncs: u16::from_le_bytes([raw[520], raw[521]]),
             vwc: raw[525],

@@ -16,6 +16,7 @@ mod dma_local;
 mod io;
 mod queue;
 mod regs;
+mod shadow;
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
@@ -175,6 +176,10 @@ impl<'bound> Nvme<'bound> {
             )?;
             nvme.io_queues.push(queue, GFP_KERNEL)?;
         }
+        // Like the C driver: once the I/O queues exist, before any I/O.
+        if id.oacs & command::OACS_DOORBELL_BUFFER_CONFIG != 0 {
+            ctrl.enable_shadow_doorbells(count as u16);
+        }
 
         let depth = nvme.io_queues[0].depth();
         let tag_set = nvme.tag_set.insert(TagSet::new(TagSetConfig {
@@ -256,8 +261,13 @@ impl<'bound> Nvme<'bound> {
         }
         dev_info!(
             pdev,
-            "{} I/O queues, disks for {} namespaces, max transfer {} KiB\n",
+            "{} I/O queues{}, disks for {} namespaces, max transfer {} KiB\n",
             count,
+            if ctrl.shadow_doorbells().is_some() {
+                " with shadow doorbells"
+            } else {
+                ""
+            },
             nvme.disks.len(),
             max_transfer / 1024
         );

@@ -204,7 +204,7 @@ impl<'a> IoQueue<'a> {
                 }
             }
             if count > 0 {
-                let _ = cq.ring(&self.ctrl.bar);
+                let _ = cq.ring(&self.ctrl.bar, self.ctrl.shadow_doorbells());
             }
         }
         batch.complete();
@@ -378,7 +378,10 @@ unsafe extern "C" fn commit_rqs(hctx: *mut bindings::blk_mq_hw_ctx) {
     // SAFETY: By the function's safety requirement.
     let queue = unsafe { &*(*hctx).driver_data.cast::<IoQueue<'_>>() };
     // blk-mq ends a batch here when it could not say "last" on the final `queue_rq`.
-    let _ = queue.sq.lock().ring(&queue.ctrl.bar);
+    let _ = queue
+        .sq
+        .lock()
+        .ring(&queue.ctrl.bar, queue.ctrl.shadow_doorbells());
 }
 
 /// Builds the command for `rq`, starts it and queues it; the doorbell rings at the end of a batch
@@ -421,7 +424,8 @@ fn submit<'a>(
     let mut sq = queue.sq.lock();
     let pushed = sq.push(command);
     if last || pushed.is_err() {
-        sq.ring(&queue.ctrl.bar).map_err(|_| Status::IOERR)?;
+        sq.ring(&queue.ctrl.bar, queue.ctrl.shadow_doorbells())
+            .map_err(|_| Status::IOERR)?;
     }
     pushed.map_err(|_| Status::IOERR)
 }

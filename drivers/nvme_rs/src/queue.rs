@@ -13,6 +13,7 @@ use crate::command::{Command, Completion};
 use crate::dma_local::{Coherent, DmaAddress, Gfp};
 use crate::dma_read;
 use crate::regs::{self, Bar0};
+use crate::shadow::ShadowDoorbells;
 
 /// A submission queue.
 ///
@@ -61,21 +62,26 @@ impl<'a> SubmissionQueue<'a> {
         Ok(())
     }
 
-    /// Rings the tail doorbell if commands were pushed since the last time: one MMIO write for a
-    /// whole batch.
-    pub(crate) fn ring(&mut self, bar: &Bar0<'_>) -> Result {
+    /// Rings the tail doorbell if commands were pushed since the last time: once for a whole
+    /// batch, and with shadow doorbells only by MMIO when the controller asks for it.
+    pub(crate) fn ring(&mut self, bar: &Bar0<'_>, shadow: Option<&ShadowDoorbells<'_>>) -> Result {
         if self.rung == self.tail {
             return Ok(());
         }
-        self.rung = self.tail;
+        let old = core::mem::replace(&mut self.rung, self.tail);
+        if let Some(shadow) = shadow {
+            if !shadow.update(self.doorbell, old, self.tail)? {
+                return Ok(());
+            }
+        }
         // The entries' stores are ordered before the doorbell's by `writel`'s barrier.
         bar.try_write32(u32::from(self.tail), self.doorbell)
     }
 
-    /// Pushes `command` and rings the doorbell.
+    /// Pushes `command` and rings the doorbell by MMIO (the admin queue has no shadow doorbell).
     pub(crate) fn submit(&mut self, bar: &Bar0<'_>, command: Command) -> Result {
         self.push(command)?;
-        self.ring(bar)
+        self.ring(bar, None)
     }
 }
 
@@ -83,10 +89,13 @@ impl<'a> SubmissionQueue<'a> {
 ///
 /// # Invariants
 ///
-/// `head < entries.count()`; `phase` is the phase tag that new entries carry at `head`.
+/// `head` and `rung` are below `entries.count()`; `phase` is the phase tag that new entries carry
+/// at `head`.
 pub(crate) struct CompletionQueue<'a> {
     entries: Coherent<'a, Completion>,
     head: u16,
+    /// The head the controller was last told about.
+    rung: u16,
     phase: bool,
     doorbell: usize,
 }
@@ -99,6 +108,7 @@ impl<'a> CompletionQueue<'a> {
         Ok(Self {
             entries,
             head: 0,
+            rung: 0,
             phase: true,
             doorbell,
         })
@@ -136,8 +146,15 @@ impl<'a> CompletionQueue<'a> {
         Some(entry)
     }
 
-    /// Tells the controller how far the driver has consumed.
-    pub(crate) fn ring(&self, bar: &Bar0<'_>) -> Result {
+    /// Tells the controller how far the driver has consumed; with shadow doorbells only by MMIO
+    /// when the controller asks for it.
+    pub(crate) fn ring(&mut self, bar: &Bar0<'_>, shadow: Option<&ShadowDoorbells<'_>>) -> Result {
+        let old = core::mem::replace(&mut self.rung, self.head);
+        if let Some(shadow) = shadow {
+            if !shadow.update(self.doorbell, old, self.head)? {
+                return Ok(());
+            }
+        }
         bar.try_write32(u32::from(self.head), self.doorbell)
     }
 }
