@@ -1,7 +1,8 @@
 //! Benchmark: nvme_rs against the C nvme driver in one boot, on identical controllers. The VM has
 //! four NVMe controllers: two on QEMU's `null-co` backend and two on raw image files; of each pair,
 //! one is bound to nvme_rs and one to the C driver. Every figure is measured on both drivers back to
-//! back, round after round (the order alternating), so both see the same VM, boot and host load; the
+//! back, round after round (the order alternating every round, and which controller of a pair
+//! each driver gets every other round), so both see the same VM, boot, slots and host load; the
 //! figure reported is the median of the per-round ratios.
 //!
 //! The tool runs on CPU 0, so that both drivers serve it from the same hardware queue and CPU.
@@ -71,16 +72,42 @@ fn script(rounds: u32, seconds: u32) -> String {
         r#"
 set -- $(for d in /sys/bus/pci/devices/*; do
     [ "$(cat "$d/class")" = 0x010802 ] && echo "${{d##*/}}"; done | sort)
+null_a=$1 null_b=$2 file_a=$3 file_b=$4
 check load-drivers sh -c 'insmod /modules/nvme_rs.ko && insmod /modules/nvme-core.ko && insmod /modules/nvme.ko'
-all_disks() {{ for a in "$@"; do disk_of "$a" >/dev/null || return 1; done; }}
-check disks wait_for 30 all_disks "$@"
-export null_rs=$(disk_of $1) null_c=$(disk_of $2) file_rs=$(disk_of $3) file_c=$(disk_of $4)
-diag "disks=$null_rs,$null_c,$file_rs,$file_c"
-check fill-file-backends sh -c 'blkio fill /dev/$file_rs 7 {SPAN_MIB} && blkio fill /dev/$file_c 7 {SPAN_MIB}'
+all_disks() {{ for a in $null_a $null_b $file_a $file_b; do disk_of "$a" >/dev/null || return 1; done; }}
+# Which controller of each identical pair nvme_rs drives alternates every other round (the
+# other goes to the C driver), so that neither driver always sits in the same PCI slot.
+# Usage: bind_slots first|second
+bind_slots() {{
+    want=$1
+    if [ "$want" = first ]; then rs="$null_a $file_a" c="$null_b $file_b"; else rs="$null_b $file_b" c="$null_a $file_a"; fi
+    for a in $null_a $null_b $file_a $file_b; do
+        [ -e /sys/bus/pci/devices/$a/driver ] && echo "$a" >/sys/bus/pci/devices/$a/driver/unbind
+    done
+    for a in $rs; do echo nvme_rs >/sys/bus/pci/devices/$a/driver_override; done
+    for a in $c; do echo nvme >/sys/bus/pci/devices/$a/driver_override; done
+    for a in $null_a $null_b $file_a $file_b; do echo "$a" >/sys/bus/pci/drivers_probe; done
+    wait_for 30 all_disks || return 1
+    set -- $rs; null_rs=$(disk_of $1) file_rs=$(disk_of $2)
+    set -- $c; null_c=$(disk_of $1) file_c=$(disk_of $2)
+    diag "slots=$want disks=$null_rs,$null_c,$file_rs,$file_c"
+}}
+check disks wait_for 30 all_disks
+# BIND_ALTERNATELY gave nvme_rs the first controller of each pair.
+bound=first
+set -- $null_a $file_a; null_rs=$(disk_of $1) file_rs=$(disk_of $2)
+set -- $null_b $file_b; null_c=$(disk_of $1) file_c=$(disk_of $2)
+export fill_a=$(disk_of $file_a) fill_b=$(disk_of $file_b)
+check fill-file-backends sh -c 'blkio fill /dev/$fill_a 7 {SPAN_MIB} && blkio fill /dev/$fill_b 7 {SPAN_MIB}'
 round=0
 while [ $round -lt {rounds} ]; do
-    # Who goes first alternates, so that neither driver always runs right after the other.
+    # Who goes first alternates every round, the slots every other round.
     if [ $((round % 2)) = 0 ]; then order="c rs"; else order="rs c"; fi
+    if [ $((round / 2 % 2)) = 0 ]; then slots=first; else slots=second; fi
+    if [ "$slots" != "$bound" ]; then
+        bind_slots $slots || {{ diag "round$round: disks did not come back"; break; }}
+        bound=$slots
+    fi
 "#
     );
     for backend in BACKENDS {
