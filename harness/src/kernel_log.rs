@@ -24,6 +24,8 @@ const MARKERS: &[(&str, &str)] = &[
     ("lockdep", "possible circular locking dependency"),
     ("RCU stall", "rcu_sched detected stalls"),
     ("hung task", "blocked for more than"),
+    // A receive checksum a driver reported that the stack found wrong (netdev_rx_csum_fault).
+    ("receive checksum", "hw csum failure"),
 ];
 
 /// Lines that contain a marker but report nothing wrong: DMA-API debugging announcing itself at boot.
@@ -56,10 +58,13 @@ mod tests {
 
     #[test]
     fn finds_each_kind() {
-        let log = "[    1.0] ok\n[    2.0] WARNING: CPU: 0 PID: 1 at foo\n[ 3.0] DMA-API: device driver frees DMA memory with wrong function\n[4.0] kmemleak: unreferenced object 0xffff (size 64):\n";
+        let log = "[    1.0] ok\n[    2.0] WARNING: CPU: 0 PID: 1 at foo\n[ 3.0] DMA-API: device driver frees DMA memory with wrong function\n[4.0] kmemleak: unreferenced object 0xffff (size 64):\n[5.0] eth0: hw csum failure\n";
         let found = problems(log);
         let kinds: Vec<_> = found.iter().map(|p| p.kind).collect();
-        assert_eq!(kinds, ["WARNING", "DMA-API", "kmemleak"]);
+        assert_eq!(
+            kinds,
+            ["WARNING", "DMA-API", "kmemleak", "receive checksum"]
+        );
         assert_eq!(found[0].line, 2);
     }
 
