@@ -69,7 +69,9 @@ extern "C" {
     fn e1000_rs_napi_disable(napi: *mut NapiStruct);
     fn e1000_rs_napi_schedule(napi: *mut NapiStruct);
     fn e1000_rs_napi_complete_done(napi: *mut NapiStruct, work_done: c_int) -> bool;
+    fn e1000_rs_rx_checksum_enabled(dev: *mut NetDevice) -> bool;
     fn e1000_rs_alloc_rx_skb(dev: *mut NetDevice, length: c_uint) -> *mut bindings::sk_buff;
+    fn e1000_rs_skb_checksum_complete(skb: *mut bindings::sk_buff, checksum: u32);
     fn e1000_rs_skb_data(skb: *mut bindings::sk_buff) -> *mut u8;
     fn e1000_rs_skb_len(skb: *mut bindings::sk_buff) -> c_uint;
     fn e1000_rs_skb_put(skb: *mut bindings::sk_buff, length: c_uint);
@@ -233,6 +235,12 @@ impl NetDev {
     pub(crate) fn reset_queue(&self) {
         // SAFETY: `raw` is valid.
         unsafe { e1000_rs_reset_queue(self.raw()) };
+    }
+
+    /// Whether received frames may carry a checksum (`NETIF_F_RXCSUM`, `ethtool -K DEV rx`).
+    pub(crate) fn rx_checksum_enabled(&self) -> bool {
+        // SAFETY: `raw` is valid.
+        unsafe { e1000_rs_rx_checksum_enabled(self.raw()) }
     }
 
     /// Allocates a receive buffer of `length` bytes, IP-aligned.
@@ -454,6 +462,13 @@ impl Skb {
                 .write(pseudo.to_be_bytes());
         }
         Ok(Some(tso))
+    }
+
+    /// Marks a received frame as checked by `checksum`, the ones' complement sum of everything after
+    /// the Ethernet header (`CHECKSUM_COMPLETE`).
+    pub(crate) fn set_checksum_complete(&mut self, checksum: u32) {
+        // SAFETY: `self.0` is a valid skb.
+        unsafe { e1000_rs_skb_checksum_complete(self.0.as_ptr(), checksum) };
     }
 
     /// Extends its data by `length` bytes that the device wrote.

@@ -37,8 +37,8 @@ struct net_device *e1000_rs_alloc_netdev(struct device *parent)
 	if (dev) {
 		SET_NETDEV_DEV(dev, parent);
 		dev->netdev_ops = &e1000_rs_netdev_ops;
-		dev->features |= NETIF_F_HW_CSUM | NETIF_F_SG | NETIF_F_TSO;
-		dev->hw_features |= NETIF_F_HW_CSUM | NETIF_F_SG | NETIF_F_TSO;
+		dev->features |= NETIF_F_HW_CSUM | NETIF_F_SG | NETIF_F_TSO | NETIF_F_RXCSUM;
+		dev->hw_features |= NETIF_F_HW_CSUM | NETIF_F_SG | NETIF_F_TSO | NETIF_F_RXCSUM;
 		netif_napi_add(dev, e1000_rs_napi(dev), e1000_rs_poll);
 	}
 	return dev;
@@ -162,9 +162,20 @@ bool e1000_rs_napi_complete_done(struct napi_struct *napi, int work_done)
 	return napi_complete_done(napi, work_done);
 }
 
+bool e1000_rs_rx_checksum_enabled(struct net_device *dev)
+{
+	return dev->features & NETIF_F_RXCSUM;
+}
+
 struct sk_buff *e1000_rs_alloc_rx_skb(struct net_device *dev, unsigned int length)
 {
 	return netdev_alloc_skb_ip_align(dev, length);
+}
+
+void e1000_rs_skb_checksum_complete(struct sk_buff *skb, __wsum checksum)
+{
+	skb->ip_summed = CHECKSUM_COMPLETE;
+	skb->csum = checksum;
 }
 
 u8 *e1000_rs_skb_data(struct sk_buff *skb)
