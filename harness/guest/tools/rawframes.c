@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * rawframes: sends COUNT raw Ethernet frames of SIZE bytes (header included) with ETHERTYPE from
- * IFACE to DSTMAC through an AF_PACKET socket, for tests that feed a driver malformed frames.
+ * IFACE to DSTMAC through an AF_PACKET socket, for tests that feed a driver malformed frames. The
+ * second form sends well-formed IPv4/UDP datagrams (to port 9) whose UDP checksum is wrong.
  *
  *   rawframes IFACE DSTMAC ETHERTYPE SIZE COUNT      e.g. rawframes eth0 52:54:00:12:34:00 0x88b5 60 10
+ *   rawframes IFACE DSTMAC udp-bad-checksum SRC_IP DST_IP COUNT
  */
 #include <arpa/inet.h>
 #include <linux/if_packet.h>
@@ -16,24 +18,106 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+/* Ones' complement sum of LEN bytes at P (RFC 1071), added to SUM, not yet folded. */
+static unsigned long sum16(const unsigned char *p, size_t len, unsigned long sum)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < len; i += 2)
+		sum += (p[i] << 8) | p[i + 1];
+	if (len & 1)
+		sum += p[len - 1] << 8;
+	return sum;
+}
+
+static unsigned short fold(unsigned long sum)
+{
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return ~sum & 0xffff;
+}
+
+/*
+ * Lays out an IPv4/UDP datagram from SRC to DST after the Ethernet header at FRAME: a correct IP
+ * header, 64 bytes of payload and a UDP checksum that is off by one. Returns the frame size.
+ */
+static long bad_udp_frame(unsigned char *frame, struct in_addr src, struct in_addr dst)
+{
+	unsigned char *ip = frame + 14, *udp = ip + 20;
+	const unsigned int udp_len = 8 + 64;
+	unsigned long sum;
+	unsigned short check;
+
+	frame[12] = 0x08;
+	frame[13] = 0x00;
+	memset(ip, 0, 20 + udp_len);
+	ip[0] = 0x45;				/* IPv4, 20-byte header */
+	ip[2] = (20 + udp_len) >> 8;
+	ip[3] = (20 + udp_len) & 0xff;
+	ip[8] = 64;				/* TTL */
+	ip[9] = 17;				/* UDP */
+	memcpy(ip + 12, &src, 4);
+	memcpy(ip + 16, &dst, 4);
+	check = fold(sum16(ip, 20, 0));
+	ip[10] = check >> 8;
+	ip[11] = check & 0xff;
+	udp[0] = 0x40;				/* source port 16384 */
+	udp[3] = 9;				/* destination port 9 (discard) */
+	udp[4] = udp_len >> 8;
+	udp[5] = udp_len & 0xff;
+	memset(udp + 8, 0xa5, 64);
+	/* Pseudo-header (addresses, protocol, length), then the datagram. */
+	sum = sum16(ip + 12, 8, 17 + udp_len);
+	check = fold(sum16(udp, udp_len, sum)) ^ 1;
+	udp[6] = check >> 8;
+	udp[7] = check & 0xff;
+	return 14 + 20 + udp_len;
+}
+
 int main(int argc, char **argv)
 {
 	unsigned char dst[6], frame[65536];
 	struct sockaddr_ll to = { .sll_family = AF_PACKET };
 	struct ifreq ifr = { 0 };
+	struct in_addr src_ip, dst_ip;
 	long size, count, ethertype, i;
-	int fd;
+	int fd, bad_udp;
 
-	if (argc != 6 || sscanf(argv[2], "%hhx:%hhx:%hhx:%hhx:%hhx:%hhx", &dst[0], &dst[1], &dst[2],
-				&dst[3], &dst[4], &dst[5]) != 6) {
-		fprintf(stderr, "usage: rawframes IFACE DSTMAC ETHERTYPE SIZE COUNT\n");
+	if (argc != 6 && argc != 7) {
+		fprintf(stderr, "usage: rawframes IFACE DSTMAC ETHERTYPE SIZE COUNT\n"
+			"       rawframes IFACE DSTMAC udp-bad-checksum SRC_IP DST_IP COUNT\n");
 		return 2;
 	}
-	ethertype = strtol(argv[3], NULL, 0);
-	size = strtol(argv[4], NULL, 0);
-	count = strtol(argv[5], NULL, 0);
-	if (size < 14 || size > (long)sizeof(frame) || count < 0) {
-		fprintf(stderr, "rawframes: SIZE must be 14 to %zu bytes\n", sizeof(frame));
+	if (sscanf(argv[2], "%hhx:%hhx:%hhx:%hhx:%hhx:%hhx", &dst[0], &dst[1], &dst[2], &dst[3],
+		   &dst[4], &dst[5]) != 6) {
+		fprintf(stderr, "rawframes: bad MAC address %s\n", argv[2]);
+		return 2;
+	}
+	bad_udp = strcmp(argv[3], "udp-bad-checksum") == 0;
+	if (bad_udp != (argc == 7)) {
+		fprintf(stderr, "rawframes: udp-bad-checksum takes SRC_IP DST_IP COUNT\n");
+		return 2;
+	}
+	if (bad_udp) {
+		if (inet_pton(AF_INET, argv[4], &src_ip) != 1 ||
+		    inet_pton(AF_INET, argv[5], &dst_ip) != 1) {
+			fprintf(stderr, "rawframes: bad IPv4 address\n");
+			return 2;
+		}
+		ethertype = 0x0800;
+		size = 0;
+		count = strtol(argv[6], NULL, 0);
+	} else {
+		ethertype = strtol(argv[3], NULL, 0);
+		size = strtol(argv[4], NULL, 0);
+		count = strtol(argv[5], NULL, 0);
+		if (size < 14 || size > (long)sizeof(frame)) {
+			fprintf(stderr, "rawframes: SIZE must be 14 to %zu bytes\n", sizeof(frame));
+			return 2;
+		}
+	}
+	if (count < 0) {
+		fprintf(stderr, "rawframes: COUNT must not be negative\n");
 		return 2;
 	}
 	fd = socket(AF_PACKET, SOCK_RAW, htons(ETH_P_ALL));
@@ -54,6 +138,8 @@ int main(int argc, char **argv)
 	memcpy(frame + 6, ifr.ifr_hwaddr.sa_data, 6);
 	frame[12] = ethertype >> 8;
 	frame[13] = ethertype & 0xff;
+	if (bad_udp)
+		size = bad_udp_frame(frame, src_ip, dst_ip);
 	for (i = 0; i < count; i++) {
 		if (sendto(fd, frame, size, 0, (struct sockaddr *)&to, sizeof(to)) != size) {
 			perror("rawframes: sendto");
