@@ -348,24 +348,31 @@ impl E1000<'_> {
             return Ok(());
         };
         let len = skb.len();
-        match tx.push(skb) {
+        let result = match tx.push(skb) {
             Err(skb) => {
                 self.netdev.stop_queue();
-                return Err(skb);
+                Err(skb)
             }
             Ok(None) => {
                 self.counters.tx_dropped.fetch_add(1, Ordering::Relaxed);
+                Ok(())
             }
-            Ok(Some(tail)) => {
+            Ok(Some(_)) => {
                 self.netdev.sent_queue(len);
-                // The MMIO write orders after the descriptor writes (writel).
-                self.bar.write32(tail as u32, regs::TDT);
+                Ok(())
             }
-        }
+        };
         if tx.nearly_full() {
             self.netdev.stop_queue();
         }
-        Ok(())
+        // As in the C driver, TDT moves once per burst: every write makes the device walk the ring.
+        // Frames the stack said more would follow go out when the burst ends or the queue stops
+        // (then nothing more comes until completions, which need the device to have them). The
+        // MMIO write orders after the descriptor writes (writel).
+        if !self.netdev.xmit_more() || self.netdev.xmit_stopped() {
+            self.bar.write32(tx.tail() as u32, regs::TDT);
+        }
+        result
     }
 
     /// The NAPI poll: transmit completions, then up to `budget` received frames.

@@ -62,6 +62,8 @@ extern "C" {
     fn e1000_rs_stop_queue(dev: *mut NetDevice);
     fn e1000_rs_wake_queue(dev: *mut NetDevice);
     fn e1000_rs_queue_stopped(dev: *mut NetDevice) -> bool;
+    fn e1000_rs_xmit_stopped(dev: *mut NetDevice) -> bool;
+    fn e1000_rs_xmit_more() -> bool;
     fn e1000_rs_sent_queue(dev: *mut NetDevice, bytes: c_uint);
     fn e1000_rs_completed_queue(dev: *mut NetDevice, packets: c_uint, bytes: c_uint);
     fn e1000_rs_reset_queue(dev: *mut NetDevice);
@@ -217,6 +219,18 @@ impl NetDev {
     pub(crate) fn queue_stopped(&self) -> bool {
         // SAFETY: `raw` is valid.
         unsafe { e1000_rs_queue_stopped(self.raw()) }
+    }
+
+    /// Whether the queue is stopped for any reason, by the driver or by byte queue limits.
+    pub(crate) fn xmit_stopped(&self) -> bool {
+        // SAFETY: `raw` is valid.
+        unsafe { e1000_rs_xmit_stopped(self.raw()) }
+    }
+
+    /// In `ndo_start_xmit`: whether the stack has more frames for the queue right after this one.
+    pub(crate) fn xmit_more(&self) -> bool {
+        // SAFETY: No preconditions: it reads the calling CPU's transmit state.
+        unsafe { e1000_rs_xmit_more() }
     }
 
     /// Byte queue limits: `bytes` were handed to the hardware.

@@ -127,6 +127,16 @@ bool e1000_rs_queue_stopped(struct net_device *dev)
 	return netif_queue_stopped(dev);
 }
 
+bool e1000_rs_xmit_stopped(struct net_device *dev)
+{
+	return netif_xmit_stopped(netdev_get_tx_queue(dev, 0));
+}
+
+bool e1000_rs_xmit_more(void)
+{
+	return netdev_xmit_more();
+}
+
 void e1000_rs_sent_queue(struct net_device *dev, unsigned int bytes)
 {
 	netdev_sent_queue(dev, bytes);

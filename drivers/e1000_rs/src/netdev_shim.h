@@ -40,6 +40,8 @@ void e1000_rs_start_queue(struct net_device *dev);
 void e1000_rs_stop_queue(struct net_device *dev);
 void e1000_rs_wake_queue(struct net_device *dev);
 bool e1000_rs_queue_stopped(struct net_device *dev);
+bool e1000_rs_xmit_stopped(struct net_device *dev);
+bool e1000_rs_xmit_more(void);
 void e1000_rs_sent_queue(struct net_device *dev, unsigned int bytes);
 void e1000_rs_completed_queue(struct net_device *dev, unsigned int packets, unsigned int bytes);
 void e1000_rs_reset_queue(struct net_device *dev);

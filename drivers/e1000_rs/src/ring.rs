@@ -435,6 +435,11 @@ impl<'a> TxRing<'a> {
         Ok(None)
     }
 
+    /// The descriptor after the last queued frame: what TDT hands over.
+    pub(crate) fn tail(&self) -> usize {
+        self.next_to_use
+    }
+
     /// Whether the queue must stop until descriptors come back: the next frame might not fit.
     pub(crate) fn nearly_full(&self) -> bool {
         self.free() < TX_STOP_THRESHOLD
