@@ -30,8 +30,8 @@ pub(crate) struct ShadowDoorbells<'a> {
 }
 
 impl<'a> ShadowDoorbells<'a> {
-    /// Zeroed buffers (zero is every queue's initial tail and head) for the admin queue and `io_queues` I/O queue pairs at doorbell stride
-    /// `stride` (bytes).
+    /// Zeroed buffers (zero is every queue's initial tail and head) for the admin queue and
+    /// `io_queues` I/O queue pairs at doorbell stride `stride` (bytes).
     pub(crate) fn new(dev: &'a Device<Bound>, io_queues: u16, stride: usize) -> Result<Self> {
         let slots = (usize::from(io_queues) + 1) * 2 * (stride / 4);
         let doorbells = Coherent::alloc(dev, slots, Gfp::KERNEL)?;
