@@ -353,11 +353,11 @@ impl E1000<'_> {
                 self.netdev.stop_queue();
                 Err(skb)
             }
-            Ok(None) => {
+            Ok(false) => {
                 self.counters.tx_dropped.fetch_add(1, Ordering::Relaxed);
                 Ok(())
             }
-            Ok(Some(_)) => {
+            Ok(true) => {
                 self.netdev.sent_queue(len);
                 Ok(())
             }

@@ -296,11 +296,11 @@ impl<'a> TxRing<'a> {
     }
 
     /// Queues `skb`, its linear part and page fragments each on as many descriptors as they need;
-    /// returns the new tail for TDT. The skb comes back when the ring is full; a frame that cannot be
-    /// offloaded or mapped is dropped (`Ok(None)`).
-    pub(crate) fn push(&mut self, mut skb: Skb) -> core::result::Result<Option<usize>, Skb> {
+    /// returns whether it was queued: the skb comes back when the ring is full, and a frame that
+    /// cannot be offloaded or mapped is dropped (`Ok(false)`). [`TxRing::tail`] is TDT's new value.
+    pub(crate) fn push(&mut self, mut skb: Skb) -> core::result::Result<bool, Skb> {
         let Ok(offload) = Self::offload(&mut skb) else {
-            return Ok(None);
+            return Ok(false);
         };
         let context = match offload {
             Offload::Checksum(start, place) => Some((start, place)) != self.context,
@@ -315,7 +315,7 @@ impl<'a> TxRing<'a> {
             .map(|len| (len as usize).div_ceil(MAX_DATA_PER_DESC))
             .sum();
         if data_descs == 0 {
-            return Ok(None);
+            return Ok(false);
         }
         if self.free() < data_descs + usize::from(context) {
             return Err(skb);
@@ -332,14 +332,14 @@ impl<'a> TxRing<'a> {
                     ..Default::default()
                 };
                 if self.desc.write(i, desc).is_err() {
-                    return Ok(None);
+                    return Ok(false);
                 }
                 self.context = Some((tucss, tucso));
                 i = next(i);
             }
             Offload::Tso(tso) => {
                 if self.desc.write(i, tso_context(&tso)).is_err() {
-                    return Ok(None);
+                    return Ok(false);
                 }
                 self.context = None;
                 i = next(i);
@@ -419,12 +419,12 @@ impl<'a> TxRing<'a> {
         let len = skb.len();
         self.packets[start] = Some(TxPacket { skb, last, len });
         self.next_to_use = i;
-        Ok(Some(i))
+        Ok(true)
     }
 
     /// Gives up a frame whose descriptors `[start, end)` were written but not handed to the device:
     /// unmaps what was mapped and drops the frame.
-    fn unwind(&mut self, start: usize, end: usize) -> core::result::Result<Option<usize>, Skb> {
+    fn unwind(&mut self, start: usize, end: usize) -> core::result::Result<bool, Skb> {
         let mut i = start;
         while i != end {
             self.buffers[i] = None;
@@ -432,7 +432,7 @@ impl<'a> TxRing<'a> {
         }
         // A context descriptor among them was never sent.
         self.context = None;
-        Ok(None)
+        Ok(false)
     }
 
     /// The descriptor after the last queued frame: what TDT hands over.

@@ -79,8 +79,7 @@ all_disks() {{ for a in $null_a $null_b $file_a $file_b; do disk_of "$a" >/dev/n
 # other goes to the C driver), so that neither driver always sits in the same PCI slot.
 # Usage: bind_slots first|second
 bind_slots() {{
-    want=$1
-    if [ "$want" = first ]; then rs="$null_a $file_a" c="$null_b $file_b"; else rs="$null_b $file_b" c="$null_a $file_a"; fi
+    if [ "$1" = first ]; then rs="$null_a $file_a" c="$null_b $file_b"; else rs="$null_b $file_b" c="$null_a $file_a"; fi
     for a in $null_a $null_b $file_a $file_b; do
         [ -e /sys/bus/pci/devices/$a/driver ] && echo "$a" >/sys/bus/pci/devices/$a/driver/unbind
     done
@@ -88,17 +87,20 @@ bind_slots() {{
     for a in $c; do echo nvme >/sys/bus/pci/devices/$a/driver_override; done
     for a in $null_a $null_b $file_a $file_b; do echo "$a" >/sys/bus/pci/drivers_probe; done
     wait_for 30 all_disks || return 1
-    set -- $rs; null_rs=$(disk_of $1) file_rs=$(disk_of $2)
-    set -- $c; null_c=$(disk_of $1) file_c=$(disk_of $2)
-    diag "slots=$want disks=$null_rs,$null_c,$file_rs,$file_c"
+    name_disks $1
+}}
+# Sets null_rs, file_rs, null_c, file_c for nvme_rs on the first|second controller of each pair.
+name_disks() {{
+    if [ "$1" = first ]; then set -- $null_a $file_a $null_b $file_b; else set -- $null_b $file_b $null_a $file_a; fi
+    null_rs=$(disk_of $1) file_rs=$(disk_of $2) null_c=$(disk_of $3) file_c=$(disk_of $4)
+    diag "disks=$null_rs,$null_c,$file_rs,$file_c"
 }}
 check disks wait_for 30 all_disks
 # BIND_ALTERNATELY gave nvme_rs the first controller of each pair.
 bound=first
-set -- $null_a $file_a; null_rs=$(disk_of $1) file_rs=$(disk_of $2)
-set -- $null_b $file_b; null_c=$(disk_of $1) file_c=$(disk_of $2)
-export fill_a=$(disk_of $file_a) fill_b=$(disk_of $file_b)
-check fill-file-backends sh -c 'blkio fill /dev/$fill_a 7 {SPAN_MIB} && blkio fill /dev/$fill_b 7 {SPAN_MIB}'
+name_disks first
+export file_rs file_c
+check fill-file-backends sh -c 'blkio fill /dev/$file_rs 7 {SPAN_MIB} && blkio fill /dev/$file_c 7 {SPAN_MIB}'
 round=0
 while [ $round -lt {rounds} ]; do
     # Who goes first alternates every round, the slots every other round.
