@@ -28,7 +28,7 @@ USER=${USER:-$(id -un)} "$CARGO_GENERATE" generate --path template --name lint_c
 	--destination target/generated --vcs none --no-workspace --silent >/dev/null 2>&1
 for dir in modules/* drivers/* "$generated"; do
 	make -s -C "$dir" clean >/dev/null
-	if ! out=$(make -s -C "$dir" CLIPPY=1 2>&1) || grep -qE '^(warning|error)' <<<"$out"; then
+	if ! out=$(make -s -C "$dir" CLIPPY=1 2>&1) || grep -qE '(^|: )(warning|error)[:[]' <<<"$out"; then
 		printf '%s\n' "$out" >&2
 		fail "CLIPPY=1 build of $dir"
 	fi

@@ -30,11 +30,12 @@ extern "C" {
     fn nvme_rs_rq_pos(rq: *const c_void) -> u64;
     fn nvme_rs_rq_bytes(rq: *const c_void) -> c_uint;
     fn nvme_rs_rq_op(rq: *const c_void) -> c_uint;
-    fn nvme_rs_rq_nr_phys_segments(rq: *const c_void) -> c_ushort;
+    fn nvme_rs_rq_nr_phys_segments(rq: *mut c_void) -> c_ushort;
     fn nvme_rs_rq_map_sg(rq: *mut c_void, sgl: *mut bindings::scatterlist) -> c_int;
     fn nvme_rs_rq_completed(rq: *mut c_void) -> bool;
     fn nvme_rs_should_fake_timeout(q: *mut c_void) -> bool;
     fn nvme_rs_tag_to_rq(tags: *mut c_void, tag: c_uint) -> *mut c_void;
+    fn nvme_rs_rq_first_bvec(rq: *mut c_void, len: *mut c_uint) -> *mut c_void;
     fn nvme_rs_sg_virt(sg: *mut bindings::scatterlist) -> *mut c_void;
     fn nvme_rs_rq_next(rq: *mut c_void) -> *mut c_void;
     fn nvme_rs_add_to_batch(
@@ -175,6 +176,15 @@ impl<P> Request<P> {
         // SAFETY: A live request; room in `sgl` by the safety requirement.
         let n = unsafe { nvme_rs_rq_map_sg(self.as_raw().cast(), sgl) };
         n.max(0) as usize
+    }
+
+    /// The CPU address and length of the request's first data segment (`req_bvec`). When
+    /// `nr_phys_segments()` is 1, this is all of its data if the length is `bytes()`.
+    pub(crate) fn first_segment(&self) -> (*mut u8, u32) {
+        let mut len = 0;
+        // SAFETY: A live read or write request, which has a bio; `len` is a valid place to write.
+        let virt = unsafe { nvme_rs_rq_first_bvec(self.as_raw().cast(), &mut len) };
+        (virt.cast(), len)
     }
 
     /// Tells blk-mq that the driver started the request (arms its timeout).

@@ -43,7 +43,7 @@ unsigned int nvme_rs_rq_op(const struct request *rq)
 	return req_op(rq);
 }
 
-unsigned short nvme_rs_rq_nr_phys_segments(const struct request *rq)
+unsigned short nvme_rs_rq_nr_phys_segments(struct request *rq)
 {
 	return blk_rq_nr_phys_segments(rq);
 }
@@ -66,6 +66,14 @@ bool nvme_rs_should_fake_timeout(struct request_queue *q)
 struct request *nvme_rs_tag_to_rq(struct blk_mq_tags *tags, unsigned int tag)
 {
 	return blk_mq_tag_to_rq(tags, tag);
+}
+
+void *nvme_rs_rq_first_bvec(struct request *rq, unsigned int *len)
+{
+	struct bio_vec bv = req_bvec(rq);
+
+	*len = bv.bv_len;
+	return bvec_virt(&bv);
 }
 
 void *nvme_rs_sg_virt(struct scatterlist *sg)

@@ -507,6 +507,16 @@ fn map_data<'a>(
     if segments == 0 || segments > MAX_SEGMENTS {
         return Err(Status::IOERR);
     }
+    if segments == 1 {
+        // Most small requests: one segment, which is the request's first bio_vec when that holds
+        // all of its bytes. Mapping it directly skips the scatterlist, as the C driver does.
+        let (virt, len) = rq.first_segment();
+        if len == rq.bytes() {
+            // SAFETY: The request's data, as `map_segment` requires.
+            pdu.maps[0] = Some(unsafe { map_segment(queue, virt, len, dir) }?);
+            return Ok(1);
+        }
+    }
     let mut scatter = queue.scatter.lock();
     let sgl = scatter.as_mut_ptr();
     // SAFETY: `sgl` has room for `MAX_SEGMENTS >= segments` entries, locked for this request.
@@ -518,23 +528,38 @@ fn map_data<'a>(
         return Err(Status::IOERR);
     }
     for (i, slot) in pdu.maps.iter_mut().take(mapped).enumerate() {
-        // SAFETY: `i < mapped` entries were filled by `map_sg`.
-        let (virt, len) = unsafe { (blk::sg_virt(sgl.add(i)), (*sgl.add(i)).length) };
-        // SAFETY: The segment is page-allocator memory of the request, which blk-mq keeps alive
-        // and leaves to the driver until the request ends; `release` unmaps it before that.
-        let map = unsafe {
-            Mapping::new(
-                queue.ctrl.pdev.as_ref(),
-                virt,
-                len as usize,
-                dir,
-                Attrs::NONE,
-            )
-        }
-        .map_err(|_| Status::RESOURCE)?;
-        *slot = Some(map);
+        // SAFETY: `i < mapped` entries were filled by `map_sg`, with the request's data.
+        *slot = Some(unsafe {
+            map_segment(queue, blk::sg_virt(sgl.add(i)), (*sgl.add(i)).length, dir)
+        }?);
     }
     Ok(mapped)
+}
+
+/// Maps `len` bytes at `virt` for the device.
+///
+/// # Safety
+///
+/// `virt` is a data segment of a request that the driver holds: page-allocator memory that blk-mq
+/// keeps alive and leaves to the driver until the request ends. The mapping must be dropped (by
+/// `Pdu::release`) before that.
+unsafe fn map_segment<'a>(
+    queue: &'a IoQueue<'a>,
+    virt: *mut u8,
+    len: u32,
+    dir: Direction,
+) -> Result<Mapping<'a>, Status> {
+    // SAFETY: By the function's safety requirement.
+    unsafe {
+        Mapping::new(
+            queue.ctrl.pdev.as_ref(),
+            virt,
+            len as usize,
+            dir,
+            Attrs::NONE,
+        )
+    }
+    .map_err(|_| Status::RESOURCE)
 }
 
 /// Describes the mapped data with an SGL: one Data Block descriptor in the command, or a Last
