@@ -4,8 +4,8 @@
 //! edu).
 //!
 //! Probe runs every test and prints the results in KTAP, one line each, to the kernel log; the
-//! harness
-//! reads them from there. The module tests `template/src/dma_local.rs` itself, included by path.
+//! harness reads them from there. The module tests `template/src/dma_local.rs` itself, included by
+//! path.
 
 #[path = "../../template/src/dma_local.rs"]
 mod dma_local;
@@ -76,8 +76,7 @@ impl Report {
 }
 
 /// Fails the test with `EBADE` ("invalid exchange") unless `condition` holds; `EBADE` is used by
-/// nothing
-/// the wrapper returns, so it cannot be mistaken for one of its errors.
+/// nothing the wrapper returns, so it cannot be mistaken for one of its errors.
 fn expect(condition: bool) -> Result {
     if condition {
         Ok(())
@@ -251,8 +250,8 @@ fn run_all(dev: &Device<Bound>, report: &mut Report) {
     );
     report.run("mapping_of_foreign_memory", || {
         let mut buf = KVec::from_elem(0x5au8, 1500, GFP_KERNEL)?;
-        // SAFETY: `buf` is kmalloc memory that outlives `mapping` (dropped at the end of this block)
-        // and is not touched by the CPU while mapped.
+        // SAFETY: `buf` is kmalloc memory that outlives `mapping` (dropped at the end of this
+        // block) and is not touched by the CPU while mapped.
         let mut mapping = unsafe {
             Mapping::new(
                 dev,

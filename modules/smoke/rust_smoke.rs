@@ -1,10 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Smoke test of the kernel build and the harness: an out-of-tree Rust module that does a little
-//! work the
-//! host can check. On load it fills a buffer of `len` bytes with a pattern and reports the buffer's
-//! FNV-1a
-//! checksum; on unload it reports again, from the same buffer.
+//! work the host can check. On load it fills a buffer of `len` bytes with a pattern and reports the
+//! buffer's FNV-1a checksum; on unload it reports again, from the same buffer.
 
 use kernel::prelude::*;
 

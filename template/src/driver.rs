@@ -3,10 +3,9 @@
 //! {{crate_name}}: a PCI driver for QEMU's `edu` device (1234:11e8) that proves DMA works.
 //!
 //! On every bind it copies a pattern from CPU memory into the device's 4 KiB buffer with edu's DMA
-//! engine
-//! and back into a second buffer, waits for each transfer's interrupt and checks every byte: once
-//! with
-//! coherent buffers and once with streaming mappings, both from this driver's own `dma_local`.
+//! engine and back into a second buffer, waits for each transfer's interrupt and checks every byte:
+//! once with coherent buffers and once with streaming mappings, both from this driver's own
+//! `dma_local`.
 
 mod dma_local;
 mod regs;
@@ -101,9 +100,8 @@ impl pci::Driver for EduDriver {
             irq: kernel::irq::IrqRequest::from(_vectors.index(0)?).irq(),
             _: {
                 // SAFETY: `edu_irq` matches `irq_handler_t`; the cookie points to this pinned
-                // `Edu`, whose
-                // fields are all initialised and which frees the IRQ in `PinnedDrop` before they
-                // go.
+                // `Edu`, whose fields are all initialised and which frees the IRQ in `PinnedDrop`
+                // before they go.
                 kernel::error::to_result(unsafe {
                     bindings::request_threaded_irq(
                         *irq,

@@ -4,9 +4,9 @@
 //! (8086:100e), with its own private `dma_local` DMA wrapper.
 //!
 //! Probe resets the controller, reads the Ethernet address from the EEPROM and registers a
-//! `net_device`. Opening the interface allocates the descriptor rings, programs the receiver and the
-//! transmitter and enables interrupts; the interrupt handler only masks interrupts and schedules NAPI,
-//! and the NAPI poll cleans both rings.
+//! `net_device`. Opening the interface allocates the descriptor rings, programs the receiver and
+//! the transmitter and enables interrupts; the interrupt handler only masks interrupts and
+//! schedules NAPI, and the NAPI poll cleans both rings.
 
 mod dma_local;
 mod netdev;
@@ -148,8 +148,8 @@ impl pci::Driver for E1000Driver {
             _vectors: bound.alloc_irq_vectors(1, 1, pci::IrqTypes::all())?,
             irq: kernel::irq::IrqRequest::from(_vectors.index(0)?).irq(),
             _: {
-                // SAFETY: `e1000_irq` matches `irq_handler_t`; the cookie is this pinned object, whose
-                // fields are all initialised and which frees the IRQ in `PinnedDrop`.
+                // SAFETY: `e1000_irq` matches `irq_handler_t`; the cookie is this pinned object,
+                // whose fields are all initialised and which frees the IRQ in `PinnedDrop`.
                 kernel::error::to_result(unsafe {
                     bindings::request_threaded_irq(
                         *irq,
@@ -280,8 +280,8 @@ impl E1000<'_> {
     pub(crate) fn open(&self) -> Result {
         let dev = self.pdev.as_ref();
         // Measured with `scripts/bench-e1000.sh`: mapping 64 KiB segmentation frames beats copying
-        // them, and copying full-size received frames beats mapping and unmapping a fresh buffer for
-        // each (see the README).
+        // them, and copying full-size received frames beats mapping and unmapping a fresh buffer
+        // for each (see the README).
         let tx = TxRing::new(dev, crate::module_parameters::tx_copy.value())?;
         let rx = RxRing::new(dev, &self.netdev, crate::module_parameters::rx_copy.value())?;
         let (tx_base, tx_len) = tx.base();
@@ -367,8 +367,8 @@ impl E1000<'_> {
         }
         // As in the C driver, TDT moves once per burst: every write makes the device walk the ring.
         // Frames the stack said more would follow go out when the burst ends or the queue stops
-        // (then nothing more comes until completions, which need the device to have them). The
-        // MMIO write orders after the descriptor writes (writel).
+        // (then nothing more comes until completions, which need the device to have them). The MMIO
+        // write orders after the descriptor writes (writel).
         if !self.netdev.xmit_more() || self.netdev.xmit_stopped() {
             self.bar.write32(tx.tail() as u32, regs::TDT);
         }

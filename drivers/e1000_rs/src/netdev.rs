@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The driver's own thin netdev layer: the kernel crate has no `net_device` abstraction, so this wraps
-//! `netdev_shim.c` (one-line wrappers of what Rust cannot call) in owned types, and receives the
-//! `net_device_ops` callbacks, which it hands to the adapter in `driver.rs`.
+//! The driver's own thin netdev layer: the kernel crate has no `net_device` abstraction, so this
+//! wraps `netdev_shim.c` (one-line wrappers of what Rust cannot call) in owned types, and receives
+//! the `net_device_ops` callbacks, which it hands to the adapter in `driver.rs`.
 
 use core::ptr::NonNull;
 
@@ -99,7 +99,8 @@ extern "C" {
     fn e1000_rs_tcp_hdrlen(skb: *mut bindings::sk_buff) -> c_uint;
 }
 
-/// `enum netdev_tx` values (bindgen does not see `netdevice.h`; the shim asserts them at build time).
+/// `enum netdev_tx` values (bindgen does not see `netdevice.h`; the shim asserts them at build
+/// time).
 const NETDEV_TX_OK: c_int = 0x00;
 const NETDEV_TX_BUSY: c_int = 0x10;
 
@@ -116,8 +117,8 @@ pub(crate) fn valid_ether_addr(addr: &MacAddress) -> bool {
 ///
 /// # Invariants
 ///
-/// `raw` came from `e1000_rs_alloc_netdev` and is freed only by `Drop`; `registered` says whether it
-/// is registered.
+/// `raw` came from `e1000_rs_alloc_netdev` and is freed only by `Drop`; `registered` says whether
+/// it is registered.
 pub(crate) struct NetDev {
     raw: NonNull<NetDevice>,
     registered: bool,
@@ -279,7 +280,8 @@ pub(crate) struct Napi(*mut NapiStruct);
 impl Napi {
     /// Enables polling.
     pub(crate) fn enable(self) {
-        // SAFETY: The context belongs to a live `net_device` (it comes from `NetDev::napi` or a poll).
+        // SAFETY: The context belongs to a live `net_device` (it comes from `NetDev::napi` or a
+        // poll).
         unsafe { e1000_rs_napi_enable(self.0) };
     }
 
@@ -385,8 +387,8 @@ impl Skb {
         unsafe { e1000_rs_skb_len(self.0.as_ptr()) }
     }
 
-    /// Where the checksum the stack left to the hardware starts and where it goes, both from the start
-    /// of the frame; `None` when the stack computed it (not `CHECKSUM_PARTIAL`).
+    /// Where the checksum the stack left to the hardware starts and where it goes, both from the
+    /// start of the frame; `None` when the stack computed it (not `CHECKSUM_PARTIAL`).
     pub(crate) fn checksum_offload(&self) -> Option<(u32, u32)> {
         let (mut start, mut offset) = (0, 0);
         // SAFETY: `self.0` is a valid skb; the out-pointers are valid.
@@ -395,7 +397,8 @@ impl Skb {
         partial.then_some((start, start + offset))
     }
 
-    /// Computes the checksum in software (`skb_checksum_help`), for offsets the hardware cannot take.
+    /// Computes the checksum in software (`skb_checksum_help`), for offsets the hardware cannot
+    /// take.
     pub(crate) fn checksum_in_software(&mut self) -> Result {
         // SAFETY: `self.0` is a valid skb that this code owns.
         kernel::error::to_result(unsafe { e1000_rs_skb_checksum_help(self.0.as_ptr()) })
@@ -459,10 +462,10 @@ impl Skb {
             payload_len: self.len() - header_len,
         };
         let data = self.data();
-        // SAFETY: Both headers lie within the linear part (checked above), which `skb_cow_head` made
-        // this skb's own. The hardware fills in the total length and the IP checksum of each segment,
-        // and adds the payload to the TCP checksum, which starts as the pseudo-header's sum without
-        // a length.
+        // SAFETY: Both headers lie within the linear part (checked above), which `skb_cow_head`
+        // made this skb's own. The hardware fills in the total length and the IP checksum of each
+        // segment, and adds the payload to the TCP checksum, which starts as the pseudo-header's
+        // sum without a length.
         unsafe {
             let ip = data.add(network as usize);
             let tcp = data.add(transport as usize);
@@ -478,8 +481,8 @@ impl Skb {
         Ok(Some(tso))
     }
 
-    /// Marks a received frame as checked by `checksum`, the ones' complement sum of everything after
-    /// the Ethernet header (`CHECKSUM_COMPLETE`).
+    /// Marks a received frame as checked by `checksum`, the ones' complement sum of everything
+    /// after the Ethernet header (`CHECKSUM_COMPLETE`).
     pub(crate) fn set_checksum_complete(&mut self, checksum: u32) {
         // SAFETY: `self.0` is a valid skb.
         unsafe { e1000_rs_skb_checksum_complete(self.0.as_ptr(), checksum) };

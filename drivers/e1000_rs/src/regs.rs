@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Registers of the Intel 82540EM, named as Intel's "PCI/PCI-X Family of Gigabit Ethernet Controllers
-//! Software Developer's Manual" (8254x) names them.
+//! Registers of the Intel 82540EM, named as Intel's "PCI/PCI-X Family of Gigabit Ethernet
+//! Controllers Software Developer's Manual" (8254x) names them.
 
 /// Size of the register space in BAR0.
 pub(crate) const BAR0_SIZE: usize = 0x20000;
@@ -70,7 +70,8 @@ pub(crate) const EERD_ADDR_SHIFT: u32 = 8;
 pub(crate) const EERD_DATA_SHIFT: u32 = 16;
 
 /// Interrupt causes (ICR, IMS, IMC): Transmit Descriptor Written Back, Link Status Change, Receive
-/// Sequence Error, Receive Descriptor Minimum Threshold, Receiver Overrun, Receiver Timer Interrupt.
+/// Sequence Error, Receive Descriptor Minimum Threshold, Receiver Overrun, Receiver Timer
+/// Interrupt.
 pub(crate) const INT_TXDW: u32 = 1 << 0;
 pub(crate) const INT_LSC: u32 = 1 << 2;
 pub(crate) const INT_RXSEQ: u32 = 1 << 3;
@@ -110,8 +111,8 @@ pub(crate) const TX_CMD_IDE: u8 = 1 << 7;
 
 /// Descriptor extension (context and extended data descriptors), in the command byte.
 pub(crate) const TX_CMD_DEXT: u8 = 1 << 5;
-/// Context and extended data descriptors: TCP Segmentation Enable; context: the frame is IPv4
-/// (IP) and TCP (TCP).
+/// Context and extended data descriptors: TCP Segmentation Enable; context: the frame is IPv4 (IP)
+/// and TCP (TCP).
 pub(crate) const TX_CMD_TSE: u8 = 1 << 2;
 pub(crate) const TX_CMD_IP: u8 = 1 << 1;
 pub(crate) const TX_CMD_TCP: u8 = 1 << 0;

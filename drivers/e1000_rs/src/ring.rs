@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The transmit and receive descriptor rings: descriptors in `dma_local` coherent memory, packet data in
-//! socket buffers mapped with `dma_local` streaming mappings (no copy, as the C e1000 does).
+//! The transmit and receive descriptor rings: descriptors in `dma_local` coherent memory. Packet
+//! data goes either through socket buffers mapped with `dma_local` streaming mappings, or through
+//! `dma_local` coherent buffers the frames are copied into or out of ([`CopyBuffers`]). By default
+//! transmit maps and receive copies, which measured fastest (see the README).
 
 use kernel::{
     device::{Bound, Device},
@@ -18,8 +20,8 @@ use crate::{dma_read, dma_write};
 pub(crate) const RING_SIZE: usize = 256;
 /// Receive buffer size; RCTL.BSIZE = 0 selects 2048 bytes.
 pub(crate) const RX_BUFFER_SIZE: u32 = 2048;
-/// The queue is stopped when fewer descriptors than this are free, enough for the largest frame
-/// (a context, 64 KiB in 4 KiB pieces, and a piece more for each of up to 17 fragments and the linear
+/// The queue is stopped when fewer descriptors than this are free, enough for the largest frame (a
+/// context, 64 KiB in 4 KiB pieces, and a piece more for each of up to 17 fragments and the linear
 /// part), and woken at [`TX_WAKE_THRESHOLD`].
 const TX_STOP_THRESHOLD: usize = 1 + 16 + 18;
 const TX_WAKE_THRESHOLD: usize = 2 * TX_STOP_THRESHOLD;
@@ -564,8 +566,8 @@ impl<'a> RxRing<'a> {
 
     fn new_buffer(&self, netdev: &NetDev) -> Option<Slot<'a>> {
         let skb = netdev.alloc_rx_skb(RX_BUFFER_SIZE)?;
-        // SAFETY: A fresh skb has `RX_BUFFER_SIZE` bytes of slab or page memory at `data`, owned by the
-        // slot until the device filled it.
+        // SAFETY: A fresh skb has `RX_BUFFER_SIZE` bytes of slab or page memory at `data`, owned by
+        // the slot until the device filled it.
         let mapping = unsafe {
             Mapping::new(
                 self.dev,
@@ -621,7 +623,8 @@ impl<'a> RxRing<'a> {
                 // Room for `copy_out`'s whole words.
                 match netdev.alloc_rx_skb(u32::from(length).next_multiple_of(8)) {
                     Some(mut skb) => {
-                        // SAFETY: A fresh skb has room for `length` rounded up to 8 bytes at `data`.
+                        // SAFETY: A fresh skb has room for `length` rounded up to 8 bytes at
+                        // `data`.
                         match unsafe { copy.copy_out(i, skb.data(), usize::from(length)) } {
                             Ok(checksum) => {
                                 skb.put(u32::from(length));

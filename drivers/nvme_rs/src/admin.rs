@@ -46,8 +46,8 @@ impl<'a> AdminQueue<'a> {
         (sizes, self.sq.dma_handle(), self.cq.dma_handle())
     }
 
-    /// Submits `command` and waits for its completion. A command that fails returns `EIO`, one
-    /// that does not complete in time `ETIMEDOUT`. Returns the completion's result (DW0).
+    /// Submits `command` and waits for its completion. A command that fails returns `EIO`, one that
+    /// does not complete in time `ETIMEDOUT`. Returns the completion's result (DW0).
     pub(crate) fn execute(&mut self, bar: &Bar0<'_>, mut command: Command) -> Result<u32> {
         // Command identifiers only need to be unique among outstanding commands, and there is at
         // most one, plus stale ones of commands that timed out.

@@ -4,9 +4,9 @@
 //! driver needs.
 //!
 //! The kernel crate's `block::mq` has no per-request driver data, per-hardware-queue data or
-//! timeout handler, which an NVMe driver cannot do without, so this driver keeps its own layer.
-//! The `blk_mq_ops` callbacks are the driver's (`io.rs`); this module only owns the C objects and
-//! reads them. Static inline functions and macros go through `blk_shim.c`.
+//! timeout handler, which an NVMe driver cannot do without, so this driver keeps its own layer. The
+//! `blk_mq_ops` callbacks are the driver's (`io.rs`); this module only owns the C objects and reads
+//! them. Static inline functions and macros go through `blk_shim.c`.
 
 use core::ptr::NonNull;
 
@@ -18,8 +18,8 @@ use kernel::{
     types::Opaque,
 };
 
-// One-line C wrappers (`blk_shim.c`).
-// Pointers are passed as `c_void`: the C structs embed lockdep types that are zero-sized in Rust.
+// One-line C wrappers (`blk_shim.c`). Pointers are passed as `c_void`: the C structs embed lockdep
+// types that are zero-sized in Rust.
 extern "C" {
     fn nvme_rs_alloc_disk(
         set: *mut c_void,
@@ -199,8 +199,8 @@ impl<P> Request<P> {
         unsafe { bindings::blk_mq_end_request(self.as_raw(), status.raw()) };
     }
 
-    /// Whether fault injection (`fail_io_timeout`) chose to lose this request's completion, so
-    /// that it times out: then the driver must not complete it.
+    /// Whether fault injection (`fail_io_timeout`) chose to lose this request's completion, so that
+    /// it times out: then the driver must not complete it.
     pub(crate) fn should_fake_timeout(&self) -> bool {
         // SAFETY: A live request and its live queue.
         unsafe { nvme_rs_should_fake_timeout((*self.as_raw()).q.cast()) }
@@ -391,8 +391,8 @@ pub(crate) unsafe fn for_each_busy_raw<P, F: FnMut(&Request<P>)>(
         f(unsafe { Request::from_raw(rq) });
         true
     }
-    // SAFETY: A live set (safety requirement); `visit` matches `busy_tag_iter_fn` and `f`
-    // outlives the call.
+    // SAFETY: A live set (safety requirement); `visit` matches `busy_tag_iter_fn` and `f` outlives
+    // the call.
     unsafe {
         bindings::blk_mq_tagset_busy_iter(
             set,
@@ -404,7 +404,8 @@ pub(crate) unsafe fn for_each_busy_raw<P, F: FnMut(&Request<P>)>(
 
 impl Drop for TagSet {
     fn drop(&mut self) {
-        // SAFETY: Allocated by `blk_mq_alloc_tag_set` (type invariant); every disk using it is gone.
+        // SAFETY: Allocated by `blk_mq_alloc_tag_set` (type invariant); every disk using it is
+        // gone.
         unsafe { bindings::blk_mq_free_tag_set(self.raw.get()) };
     }
 }

@@ -58,7 +58,8 @@ impl<'a> Controller<'a> {
             pdev: dev,
             bar: dev.iomap_region_sized::<{ regs::BAR0_SIZE }>(0, c"nvme_rs")?,
             cap: {
-                // The kernel's I/O regions allow 32-bit accesses; NVMe allows them on 64-bit registers.
+                // The kernel's I/O regions allow 32-bit accesses; NVMe allows them on 64-bit
+                // registers.
                 let cap = Cap(u64::from(bar.read32(regs::CAP))
                     | (u64::from(bar.read32(regs::CAP + 4)) << 32));
                 if bar.read32(regs::CSTS) == regs::GONE {
@@ -222,8 +223,8 @@ impl<'a> Controller<'a> {
     }
 
     /// Stops all I/O for good: marks the controller dead, disables it (no DMA afterwards), waits
-    /// for running interrupt handlers, and ends every request still in flight with an error.
-    /// Used when the device is gone and when a timed-out command cannot be aborted.
+    /// for running interrupt handlers, and ends every request still in flight with an error. Used
+    /// when the device is gone and when a timed-out command cannot be aborted.
     pub(crate) fn kill(&self) {
         if self.dead.swap(true, Ordering::SeqCst) {
             return;

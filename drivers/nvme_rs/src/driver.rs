@@ -291,8 +291,8 @@ impl Drop for Nvme<'_> {
     fn drop(&mut self) {
         let ctrl = self.ctrl.clone();
         if !ctrl.is_present() {
-            // Surprise removal: nothing will complete, so end everything in flight now, or
-            // deleting the disks would wait for it forever.
+            // Surprise removal: nothing will complete, so end everything in flight now, or deleting
+            // the disks would wait for it forever.
             ctrl.kill();
         }
         // Deleting a disk waits for its I/O.

@@ -413,8 +413,8 @@ fn submit<'a>(
         }
     }
     rq.start();
-    // Pairs with the fence in `Controller::kill`: either this request sees the controller dead,
-    // or `kill` sees this request in flight and cancels it.
+    // Pairs with the fence in `Controller::kill`: either this request sees the controller dead, or
+    // `kill` sees this request in flight and cancels it.
     fence(Ordering::SeqCst);
     if queue.ctrl.is_dead() {
         // SAFETY: Not submitted: the request's data is still the driver's alone.
@@ -448,8 +448,8 @@ fn prepare<'a>(
                 .prp_pool
                 .alloc(Gfp::ATOMIC | Gfp::NOWARN)
                 .map_err(|_| Status::RESOURCE)?;
-            // One 16-byte range (`max_discard_segments` is 1): context attributes (none) and length in
-            // logical blocks, then the starting LBA.
+            // One 16-byte range (`max_discard_segments` is 1): context attributes (none) and length
+            // in logical blocks, then the starting LBA.
             range
                 .write(0, u64::from(blocks) << 32)
                 .and_then(|()| range.write(1, lba(rq.sector())))
@@ -710,8 +710,8 @@ fn handle_timeout(queue: &IoQueue<'_>, rq: &Request<Pdu<'_>>) -> TimeoutAction {
     // SAFETY: Only the atomics are read while the request may still complete elsewhere.
     let pdu = unsafe { &*rq.pdu() };
     if pdu.device_done.load(Ordering::Acquire) || ctrl.is_dead() {
-        // The controller is done with the data (or disabled), but the completion was lost:
-        // nothing else will end the request.
+        // The controller is done with the data (or disabled), but the completion was lost: nothing
+        // else will end the request.
         dev_warn!(
             ctrl.pdev,
             "I/O {} QID {} timed out after completion\n",

@@ -62,8 +62,8 @@ impl<'a> SubmissionQueue<'a> {
         Ok(())
     }
 
-    /// Rings the tail doorbell if commands were pushed since the last time: once for a whole
-    /// batch, and with shadow doorbells only by MMIO when the controller asks for it.
+    /// Rings the tail doorbell if commands were pushed since the last time: once for a whole batch,
+    /// and with shadow doorbells only by MMIO when the controller asks for it.
     pub(crate) fn ring(&mut self, bar: &Bar0<'_>, shadow: Option<&ShadowDoorbells<'_>>) -> Result {
         if self.rung == self.tail {
             return Ok(());

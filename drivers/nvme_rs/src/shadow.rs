@@ -48,7 +48,8 @@ impl<'a> ShadowDoorbells<'a> {
         })
     }
 
-    /// The bus addresses of the Shadow Doorbell and the EventIdx buffer, for Doorbell Buffer Config.
+    /// The bus addresses of the Shadow Doorbell and the EventIdx buffer, for Doorbell Buffer
+    /// Config.
     pub(crate) fn dma_handles(&self) -> (DmaAddress, DmaAddress) {
         (self.doorbells.dma_handle(), self.event_indexes.dma_handle())
     }
@@ -77,8 +78,8 @@ impl<'a> ShadowDoorbells<'a> {
         // `self`; the slot has one writer (see above). Volatile: the controller reads it.
         unsafe { shadow.write_volatile(u32::from(new).to_le()) };
         // SAFETY: A barrier with no preconditions: the doorbell is written before the EventIdx is
-        // read, as the controller publishes its EventIdx before reading the doorbell; otherwise each
-        // side could miss the other's update and the new entries would sit unnoticed.
+        // read, as the controller publishes its EventIdx before reading the doorbell; otherwise
+        // each side could miss the other's update and the new entries would sit unnoticed.
         unsafe { bindings::mb() };
         let event = u32::from_le(self.event_indexes.read(slot)?) as u16;
         Ok(passes(event, old, new))
