@@ -4,23 +4,19 @@
 //!
 //! Every driver of the project carries a byte-identical copy of this file; it is edited only in
 //! `template/src/dma_local.rs` and propagated with `scripts/sync-dma.sh`. It depends on nothing but
-//! the
-//! kernel crate's `bindings` and the one-line C wrappers in `dma_local_shim.c`; every C symbol and
-//! layout
-//! assumption it relies on is listed in `dma_local.api`.
+//! the kernel crate's `bindings` and the one-line C wrappers in `dma_local_shim.c`; every C symbol
+//! and layout assumption it relies on is listed in `dma_local.api`.
 //!
 //! - [`Coherent`]: a typed coherent allocation with checked sizes and bounds and volatile access.
-//! - [`Streaming`]: a buffer mapped for streaming DMA in one [`Direction`], with syncs; [`Mapping`] for
-//!   memory owned elsewhere (socket buffers).
+//! - [`Streaming`]: a buffer mapped for streaming DMA in one [`Direction`], with syncs; [`Mapping`]
+//!   for memory owned elsewhere (socket buffers).
 //! - [`Pool`]: small coherent blocks from a `dma_pool` (descriptor lists).
 //! - [`set_mask`], [`set_coherent_mask`], [`set_mask_and_coherent`].
 //!
 //! Every object that can reach the DMA API borrows the device as `&'a Device<Bound>`. The kernel
-//! crate hands
-//! a driver that reference only for as long as the device is bound, so no DMA API call can follow
-//! the
-//! unbind: the objects are dropped, and their memory released, before the device's `remove`
-//! completes.
+//! crate hands a driver that reference only for as long as the device is bound, so no DMA API call
+//! can follow the unbind: the objects are dropped, and their memory released, before the device's
+//! `remove` completes.
 
 // A driver uses only part of its copy; the copies must stay identical all the same.
 #![allow(dead_code)]
@@ -82,8 +78,7 @@ extern "C" {
 ///
 /// `Device::as_raw()` is not public. `Device<Ctx>` is `#[repr(transparent)]` over
 /// `Opaque<bindings::device>`, itself transparent over the C struct, so a pointer to one is a
-/// pointer to
-/// the other (layout assumption `device-transparent` in `dma_local.api`).
+/// pointer to the other (layout assumption `device-transparent` in `dma_local.api`).
 fn raw_device(dev: &Device<Bound>) -> *mut bindings::device {
     core::ptr::from_ref(dev).cast_mut().cast()
 }
@@ -251,16 +246,14 @@ fn check_range(offset: usize, count: usize, len: usize) -> Result {
 /// A coherent DMA allocation of `count` elements of `T`, shared by the CPU and the device.
 ///
 /// The device may read and write this memory at any time, so no Rust reference to it is ever
-/// created:
-/// every access is a volatile copy. Reads take `&self`; writes take `&mut self`, so that two CPU
-/// writers,
-/// or a CPU writer and a CPU reader, cannot race.
+/// created: every access is a volatile copy. Reads take `&self`; writes take `&mut self`, so that
+/// two CPU writers, or a CPU writer and a CPU reader, cannot race.
 ///
 /// # Invariants
 ///
 /// - `cpu` is the CPU address and `handle` the DMA address of `count * size_of::<T>()` bytes
-///   returned by
-///   `dma_alloc_attrs(dev, .., attrs)` and not yet freed; the product does not overflow.
+///   returned by `dma_alloc_attrs(dev, .., attrs)` and not yet freed; the product does not
+///   overflow.
 /// - `count > 0` and `size_of::<T>() > 0`.
 /// - `attrs` does not contain [`Attrs::NO_KERNEL_MAPPING`], so `cpu` is a kernel mapping.
 pub(crate) struct Coherent<'a, T: AsBytes + FromBytes> {
@@ -272,8 +265,7 @@ pub(crate) struct Coherent<'a, T: AsBytes + FromBytes> {
 }
 
 // SAFETY: The allocation is owned memory of `T`s; moving its owner to another thread moves the
-// `T`s.
-// `dev` is `Sync`, so sharing it with the other thread is fine.
+// `T`s. `dev` is `Sync`, so sharing it with the other thread is fine.
 unsafe impl<T: AsBytes + FromBytes + Send> Send for Coherent<'_, T> {}
 
 // SAFETY: Through `&Coherent` only volatile reads of the elements happen (writes need `&mut`), so
@@ -293,8 +285,7 @@ impl<'a, T: AsBytes + FromBytes> Coherent<'a, T> {
     /// Allocates `count` elements for `dev` with DMA attributes, zeroed.
     ///
     /// Fails with `EINVAL` for zero elements or [`Attrs::NO_KERNEL_MAPPING`], with `EOVERFLOW` when
-    /// the size
-    /// does not fit in `usize`, and with `ENOMEM` when the kernel has no such memory.
+    /// the size does not fit in `usize`, and with `ENOMEM` when the kernel has no such memory.
     pub(crate) fn alloc_attrs(
         dev: &'a Device<Bound>,
         count: usize,
@@ -359,8 +350,7 @@ impl<'a, T: AsBytes + FromBytes> Coherent<'a, T> {
     }
 
     /// The CPU address of the first element. It is a raw pointer on purpose: a reference to memory
-    /// that
-    /// the device writes would be unsound.
+    /// that the device writes would be unsound.
     pub(crate) fn cpu_addr(&self) -> *mut T {
         self.cpu.as_ptr()
     }
@@ -378,8 +368,8 @@ impl<'a, T: AsBytes + FromBytes> Coherent<'a, T> {
     pub(crate) fn read(&self, index: usize) -> Result<T> {
         let ptr = self.element_ptr(index)?;
         // SAFETY: `ptr` is in bounds and aligned (allocations are page-aligned, elements are
-        // `T`-sized);
-        // any bytes are a valid `T` (`FromBytes`); volatile, because the device may write it.
+        // `T`-sized); any bytes are a valid `T` (`FromBytes`); volatile, because the device may
+        // write it.
         Ok(unsafe { ptr.read_volatile() })
     }
 
@@ -387,8 +377,7 @@ impl<'a, T: AsBytes + FromBytes> Coherent<'a, T> {
     pub(crate) fn write(&mut self, index: usize, value: T) -> Result {
         let ptr = self.element_ptr(index)?;
         // SAFETY: `ptr` is in bounds and aligned; `&mut self` excludes every other CPU access to
-        // the
-        // allocation; volatile, because the device may read it.
+        // the allocation; volatile, because the device may read it.
         unsafe { ptr.write_volatile(value) };
         Ok(())
     }
@@ -417,8 +406,7 @@ impl<'a, T: AsBytes + FromBytes> Coherent<'a, T> {
     }
 
     /// Hands the allocation over to the caller without freeing it; [`Coherent::from_parts`] takes
-    /// it
-    /// back.
+    /// it back.
     pub(crate) fn into_parts(self) -> CoherentParts<T> {
         let this = ManuallyDrop::new(self);
         CoherentParts {
@@ -434,8 +422,7 @@ impl<'a, T: AsBytes + FromBytes> Coherent<'a, T> {
     /// # Safety
     ///
     /// `parts` must come from `into_parts` of a `Coherent<T>` of the same `dev`, and must not have
-    /// been
-    /// taken back before.
+    /// been taken back before.
     pub(crate) unsafe fn from_parts(dev: &'a Device<Bound>, parts: CoherentParts<T>) -> Self {
         // INVARIANT: by the safety requirements, these are the parts of a valid `Coherent`.
         Self {
@@ -449,8 +436,7 @@ impl<'a, T: AsBytes + FromBytes> Coherent<'a, T> {
 }
 
 /// The raw parts of a [`Coherent`] handed over by [`Coherent::into_parts`]: the memory stays
-/// allocated
-/// until [`Coherent::from_parts`] takes it back, or until the caller frees it with
+/// allocated until [`Coherent::from_parts`] takes it back, or until the caller frees it with
 /// `dma_free_attrs`.
 pub(crate) struct CoherentParts<T> {
     /// CPU address of the first element.
@@ -466,8 +452,7 @@ pub(crate) struct CoherentParts<T> {
 impl<T: AsBytes + FromBytes> Drop for Coherent<'_, T> {
     fn drop(&mut self) {
         // SAFETY: By the type invariant, these are the arguments of the allocation, not freed yet;
-        // `dev`
-        // is bound (it is borrowed as `Device<Bound>`).
+        // `dev` is bound (it is borrowed as `Device<Bound>`).
         unsafe {
             bindings::dma_free_attrs(
                 raw_device(self.dev),
@@ -489,10 +474,8 @@ macro_rules! dma_read {
         match $alloc.element_ptr($index) {
             Ok(ptr) => {
                 // SAFETY: `ptr` points to an element in bounds; `addr_of!` projects to a field
-                // (only
-                // field names are accepted) without making a reference; the field is plain data,
-                // read
-                // with a volatile load because the device may write it.
+                // (only field names are accepted) without making a reference; the field is plain
+                // data, read with a volatile load because the device may write it.
                 let field = unsafe { ::core::ptr::addr_of!((*ptr).$($field).+) };
                 // SAFETY: As above: in bounds, aligned, plain data.
                 Ok(unsafe { ::core::ptr::read_volatile(field) })
@@ -512,8 +495,7 @@ macro_rules! dma_write {
         match alloc.element_ptr($index) {
             Ok(ptr) => {
                 // SAFETY: As in `dma_read!`; the caller holds `&mut` of the allocation, so no other
-                // CPU
-                // access races with the store.
+                // CPU access races with the store.
                 let field = unsafe { ::core::ptr::addr_of_mut!((*ptr).$($field).+) };
                 // SAFETY: As above.
                 unsafe { ::core::ptr::write_volatile(field, value) };
@@ -545,14 +527,14 @@ impl Direction {
     }
 }
 
-/// A streaming mapping of memory that is owned elsewhere, such as a socket buffer's data. The owner keeps
-/// the memory alive and leaves it to the device until the mapping is dropped, which unmaps it; the CPU
-/// reaches it only between [`Mapping::sync_for_cpu`] and [`Mapping::sync_for_device`].
+/// A streaming mapping of memory that is owned elsewhere, such as a socket buffer's data. The owner
+/// keeps the memory alive and leaves it to the device until the mapping is dropped, which unmaps
+/// it; the CPU reaches it only between [`Mapping::sync_for_cpu`] and [`Mapping::sync_for_device`].
 ///
 /// # Invariants
 ///
-/// `handle` is the mapping, by `dma_map_single_attrs(dev, .., len, dir, attrs)`, of `len > 0` bytes, not
-/// yet unmapped.
+/// `handle` is the mapping, by `dma_map_single_attrs(dev, .., len, dir, attrs)`, of `len > 0`
+/// bytes, not yet unmapped.
 pub(crate) struct Mapping<'a> {
     dev: &'a Device<Bound>,
     handle: DmaAddress,
@@ -567,9 +549,9 @@ impl<'a> Mapping<'a> {
     ///
     /// # Safety
     ///
-    /// `ptr` points to `len` bytes from the page or slab allocator (not the stack, not vmalloc) that stay
-    /// valid until the mapping is dropped, and that the CPU does not access meanwhile except between
-    /// `sync_for_cpu` and `sync_for_device`.
+    /// `ptr` points to `len` bytes from the page or slab allocator (not the stack, not vmalloc)
+    /// that stay valid until the mapping is dropped, and that the CPU does not access meanwhile
+    /// except between `sync_for_cpu` and `sync_for_device`.
     pub(crate) unsafe fn new(
         dev: &'a Device<Bound>,
         ptr: *mut u8,
@@ -666,7 +648,8 @@ impl Drop for Mapping<'_> {
 /// gives it back.
 ///
 /// While mapped the buffer belongs to the device. The CPU reaches it only through
-/// [`Streaming::cpu_access`], which syncs it for the CPU and, when the access ends, back for the device.
+/// [`Streaming::cpu_access`], which syncs it for the CPU and, when the access ends, back for the
+/// device.
 pub(crate) struct Streaming<'a> {
     // Declared before `buf`, so that it is dropped (unmapped) before the buffer is freed.
     mapping: Mapping<'a>,
@@ -674,8 +657,8 @@ pub(crate) struct Streaming<'a> {
 }
 
 impl<'a> Streaming<'a> {
-    /// Maps `buf` for `dev` in direction `dir`. On failure the buffer comes back with the error, so that
-    /// nothing is lost.
+    /// Maps `buf` for `dev` in direction `dir`. On failure the buffer comes back with the error, so
+    /// that nothing is lost.
     pub(crate) fn map(
         dev: &'a Device<Bound>,
         buf: KVec<u8>,
@@ -683,8 +666,8 @@ impl<'a> Streaming<'a> {
         attrs: Attrs,
     ) -> core::result::Result<Self, (Error, KVec<u8>)> {
         let mut buf = buf;
-        // SAFETY: `buf`'s heap memory (kmalloc) is owned by the returned `Streaming`, which unmaps it
-        // before freeing it, and lends it to the CPU only through `cpu_access`.
+        // SAFETY: `buf`'s heap memory (kmalloc) is owned by the returned `Streaming`, which unmaps
+        // it before freeing it, and lends it to the CPU only through `cpu_access`.
         match unsafe { Mapping::new(dev, buf.as_mut_ptr(), buf.len(), dir, attrs) } {
             Ok(mapping) => Ok(Self { mapping, buf }),
             Err(e) => Err((e, buf)),
@@ -716,8 +699,8 @@ impl<'a> Streaming<'a> {
         self.mapping.sync_for_device();
     }
 
-    /// Lends the buffer to the CPU: syncs it for the CPU, runs `f` on it, then syncs it back for the
-    /// device. The device must not access the buffer until this returns.
+    /// Lends the buffer to the CPU: syncs it for the CPU, runs `f` on it, then syncs it back for
+    /// the device. The device must not access the buffer until this returns.
     pub(crate) fn cpu_access<R>(&mut self, f: impl FnOnce(&mut [u8]) -> R) -> R {
         self.mapping.sync_for_cpu();
         let r = f(&mut self.buf);
@@ -737,8 +720,7 @@ impl<'a> Streaming<'a> {
 /// # Invariants
 ///
 /// `raw` is a pool created by `dma_pool_create` for `dev` with blocks of `count * size_of::<T>()`
-/// bytes,
-/// not destroyed yet; `count > 0`.
+/// bytes, not destroyed yet; `count > 0`.
 pub(crate) struct Pool<'a, T: AsBytes + FromBytes> {
     _dev: PhantomData<&'a Device<Bound>>,
     raw: NonNull<bindings::dma_pool>,
@@ -754,8 +736,7 @@ unsafe impl<T: AsBytes + FromBytes + Send> Sync for Pool<'_, T> {}
 
 impl<'a, T: AsBytes + FromBytes> Pool<'a, T> {
     /// A pool called `name` of blocks of `count` elements, aligned to `align` bytes (a power of
-    /// two, at
-    /// least `T`'s alignment), never crossing a `boundary` (a power of two, or 0 for none).
+    /// two, at least `T`'s alignment), never crossing a `boundary` (a power of two, or 0 for none).
     pub(crate) fn new(
         dev: &'a Device<Bound>,
         name: &'static CStr,
