@@ -239,12 +239,18 @@ unsafe extern "C" fn nvme_rs_irq(_irq: c_int, cookie: *mut c_void) -> bindings::
 
 /// The driver's data in every request.
 ///
+/// It is kept small, so that the data blk-mq allocates next to each request stays compact: the
+/// mappings of a second segment and later ones live out of line, and most requests have only one.
+///
 /// # Invariants
 ///
-/// - `maps[..]` holds the mappings of the request's data, and `list` its PRP list or DSM range,
-///   from submission to completion; both are empty otherwise.
+/// - The mappings of the request's data are `first` and then the leading `Some` entries of `more`,
+///   and `list` is its PRP list, SGL or DSM range, from submission to completion; all are empty
+///   otherwise.
+/// - `more` has `MAX_SEGMENTS - 1` entries.
 pub(crate) struct Pdu<'a> {
-    maps: [Option<Mapping<'a>>; MAX_SEGMENTS],
+    first: Option<Mapping<'a>>,
+    more: KVec<Option<Mapping<'a>>>,
     list: Option<PoolBlock<'a, 'a, u64>>,
     /// The completion's status field.
     status: AtomicU16,
@@ -254,12 +260,40 @@ pub(crate) struct Pdu<'a> {
     aborted: AtomicBool,
 }
 
-impl Pdu<'_> {
+impl<'a> Pdu<'a> {
+    /// Per-request data with room for `MAX_SEGMENTS` mappings.
+    fn new() -> Result<Self> {
+        let mut more = KVec::with_capacity(MAX_SEGMENTS - 1, GFP_KERNEL)?;
+        for _ in 1..MAX_SEGMENTS {
+            more.push(None, GFP_KERNEL)?;
+        }
+        Ok(Self {
+            first: None,
+            more,
+            list: None,
+            status: AtomicU16::new(0),
+            device_done: AtomicBool::new(false),
+            aborted: AtomicBool::new(false),
+        })
+    }
+
+    /// The `MAX_SEGMENTS` places for the request's mappings, in segment order.
+    fn slots(&mut self) -> impl Iterator<Item = &mut Option<Mapping<'a>>> {
+        Iterator::chain(core::iter::once(&mut self.first), self.more.iter_mut())
+    }
+
+    /// The mappings of the request's data, in segment order.
+    fn mappings(&self) -> impl Iterator<Item = &Mapping<'a>> + Clone {
+        Iterator::chain(core::iter::once(&self.first), self.more.iter()).map_while(Option::as_ref)
+    }
+
     /// Unmaps the data and returns the PRP list to the pool.
     fn release(&mut self) {
-        for map in self.maps.iter_mut() {
-            if map.take().is_none() {
-                break;
+        if self.first.take().is_some() {
+            for map in self.more.iter_mut() {
+                if map.take().is_none() {
+                    break;
+                }
             }
         }
         self.list = None;
@@ -289,6 +323,8 @@ pub(crate) static MQ_OPS: bindings::blk_mq_ops = bindings::blk_mq_ops {
 
 /// The per-request data size for the tag set.
 pub(crate) const PDU_SIZE: usize = core::mem::size_of::<Pdu<'static>>();
+// The per-request data follows a `struct request` (see `init_request`).
+const _: () = assert!(core::mem::align_of::<Pdu<'static>>() <= 8);
 
 /// # Safety
 ///
@@ -319,19 +355,16 @@ unsafe extern "C" fn init_request(
     _hctx_index: c_uint,
     _numa_node: c_int,
 ) -> c_int {
-    // SAFETY: The data area is ours and uninitialised; every field is written once, in place.
-    unsafe {
-        let pdu = bindings::blk_mq_rq_to_pdu(rq).cast::<Pdu<'_>>();
-        let maps = core::ptr::addr_of_mut!((*pdu).maps).cast::<Option<Mapping<'_>>>();
-        for i in 0..MAX_SEGMENTS {
-            maps.add(i).write(None);
+    match Pdu::new() {
+        Ok(pdu) => {
+            // SAFETY: The data area is ours, uninitialised and `PDU_SIZE` bytes long; it follows
+            // the 8-byte aligned `struct request`, whose size is a multiple of 8, so it is aligned
+            // for a `Pdu` (checked below).
+            unsafe { bindings::blk_mq_rq_to_pdu(rq).cast::<Pdu<'_>>().write(pdu) };
+            0
         }
-        core::ptr::addr_of_mut!((*pdu).list).write(None);
-        core::ptr::addr_of_mut!((*pdu).status).write(AtomicU16::new(0));
-        core::ptr::addr_of_mut!((*pdu).device_done).write(AtomicBool::new(false));
-        core::ptr::addr_of_mut!((*pdu).aborted).write(AtomicBool::new(false));
+        Err(e) => e.to_errno(),
     }
-    0
 }
 
 /// # Safety
@@ -513,7 +546,7 @@ fn map_data<'a>(
         let (virt, len) = rq.first_segment();
         if len == rq.bytes() {
             // SAFETY: The request's data, as `map_segment` requires.
-            pdu.maps[0] = Some(unsafe { map_segment(queue, virt, len, dir) }?);
+            pdu.first = Some(unsafe { map_segment(queue, virt, len, dir) }?);
             return Ok(1);
         }
     }
@@ -527,7 +560,7 @@ fn map_data<'a>(
     if mapped == 0 || mapped > segments {
         return Err(Status::IOERR);
     }
-    for (i, slot) in pdu.maps.iter_mut().take(mapped).enumerate() {
+    for (i, slot) in pdu.slots().take(mapped).enumerate() {
         // SAFETY: `i < mapped` entries were filled by `map_sg`, with the request's data.
         *slot = Some(unsafe {
             map_segment(queue, blk::sg_virt(sgl.add(i)), (*sgl.add(i)).length, dir)
@@ -571,11 +604,11 @@ fn build_sgl<'a>(
 ) -> Result<(), Status> {
     // A descriptor's second quadword: length in bits 31:0, descriptor type in bits 63:60.
     let descriptor = |length: u64, kind: u64| length | (kind << 60);
-    let maps = || pdu.maps.iter().map_while(Option::as_ref);
-    let count = maps().count();
+    let maps = pdu.mappings();
+    let count = maps.clone().count();
     command.flags |= command::FLAGS_PSDT_SGL;
     if count == 1 {
-        let map = maps().next().ok_or(Status::IOERR)?;
+        let map = maps.clone().next().ok_or(Status::IOERR)?;
         command.prp1 = map.dma_handle();
         command.prp2 = descriptor(map.len() as u64, command::SGL_DATA_BLOCK);
         return Ok(());
@@ -589,7 +622,7 @@ fn build_sgl<'a>(
         .prp_pool
         .alloc(Gfp::ATOMIC | Gfp::NOWARN)
         .map_err(|_| Status::RESOURCE)?;
-    for (i, map) in maps().enumerate() {
+    for (i, map) in maps.enumerate() {
         list.write(2 * i, map.dma_handle())
             .and_then(|()| {
                 list.write(
@@ -612,12 +645,12 @@ fn build_prps<'a>(
     command: &mut Command,
 ) -> Result<(), Status> {
     const PAGE: u64 = PAGE_SIZE as u64;
-    let maps = || pdu.maps.iter().map_while(Option::as_ref);
-    let count = maps().count();
+    let maps = pdu.mappings();
+    let count = maps.clone().count();
     // Every page the data touches, in order: only the first may start at an offset, and only the
     // last may end early (the disk's virtual boundary guarantees it; check it all the same).
     let mut pages = 0usize;
-    for (i, map) in maps().enumerate() {
+    for (i, map) in maps.clone().enumerate() {
         let (start, end) = (map.dma_handle(), map.dma_handle() + map.len() as u64);
         if (i > 0 && start % PAGE != 0) || (i + 1 < count && end % PAGE != 0) {
             return Err(Status::IOERR);
@@ -627,7 +660,7 @@ fn build_prps<'a>(
     if pages > PRP_LIST_ENTRIES + 1 {
         return Err(Status::IOERR);
     }
-    let page_addresses = maps().flat_map(|map| {
+    let page_addresses = maps.flat_map(|map| {
         let start = map.dma_handle();
         let end = start + map.len() as u64;
         let first = start / PAGE;
