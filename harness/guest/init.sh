@@ -63,7 +63,7 @@ echo "guest: scenario starting" >/dev/kmsg
 echo "guest: scenario finished" >/dev/kmsg
 
 # kmemleak reports only objects older than 5 s, so let the scenario's last frees age before the scan.
-if [ -e /sys/kernel/debug/kmemleak ]; then
+if [ -e /sys/kernel/debug/kmemleak ] && grep -qw kmemleak=on /proc/cmdline; then
 	sleep 6
 	echo scan >/sys/kernel/debug/kmemleak
 	leaks=$(cat /sys/kernel/debug/kmemleak)
