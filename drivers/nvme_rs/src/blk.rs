@@ -13,7 +13,7 @@ use core::ptr::NonNull;
 use kernel::{
     bindings,
     error::to_result,
-    ffi::{c_int, c_uint, c_ushort, c_void},
+    ffi::{c_int, c_uint, c_void},
     prelude::*,
     types::Opaque,
 };
@@ -27,17 +27,12 @@ extern "C" {
         queuedata: *mut c_void,
     ) -> *mut c_void;
     fn nvme_rs_fops() -> *const c_void;
-    fn nvme_rs_rq_pos(rq: *const c_void) -> u64;
-    fn nvme_rs_rq_bytes(rq: *const c_void) -> c_uint;
-    fn nvme_rs_rq_op(rq: *const c_void) -> c_uint;
-    fn nvme_rs_rq_nr_phys_segments(rq: *mut c_void) -> c_ushort;
     fn nvme_rs_rq_map_sg(rq: *mut c_void, sgl: *mut bindings::scatterlist) -> c_int;
     fn nvme_rs_rq_completed(rq: *mut c_void) -> bool;
     fn nvme_rs_should_fake_timeout(q: *mut c_void) -> bool;
     fn nvme_rs_tag_to_rq(tags: *mut c_void, tag: c_uint) -> *mut c_void;
     fn nvme_rs_rq_first_bvec(rq: *mut c_void, len: *mut c_uint) -> *mut c_void;
     fn nvme_rs_sg_virt(sg: *mut bindings::scatterlist) -> *mut c_void;
-    fn nvme_rs_rq_next(rq: *mut c_void) -> *mut c_void;
     fn nvme_rs_add_to_batch(
         rq: *mut c_void,
         iob: *mut c_void,
@@ -124,28 +119,40 @@ impl<P> Request<P> {
         unsafe { (*self.as_raw()).tag as u16 }
     }
 
+    // The accessors below read what the block layer's one-line inline accessors read
+    // (`blk_rq_pos`, `blk_rq_bytes`, `blk_rq_nr_phys_segments`, `req_op`): a call to a C wrapper
+    // for each cost more than the field read, on every I/O.
+
     /// The first sector (512 bytes) the request touches.
     pub(crate) fn sector(&self) -> u64 {
-        // SAFETY: A live request.
-        unsafe { nvme_rs_rq_pos(self.as_raw().cast()) }
+        // SAFETY: A live request, which the driver holds: the field does not change meanwhile.
+        unsafe { (*self.as_raw()).__sector }
     }
 
     /// The number of bytes left to transfer.
     pub(crate) fn bytes(&self) -> u32 {
-        // SAFETY: A live request.
-        unsafe { nvme_rs_rq_bytes(self.as_raw().cast()) }
+        // SAFETY: As above.
+        unsafe { (*self.as_raw()).__data_len }
     }
 
-    /// The number of physical segments of its data.
+    /// The number of physical segments of its data; a special payload (one the driver attached)
+    /// counts as one.
     pub(crate) fn nr_phys_segments(&self) -> u16 {
-        // SAFETY: A live request.
-        unsafe { nvme_rs_rq_nr_phys_segments(self.as_raw().cast()) }
+        // SAFETY: As above.
+        let (flags, segments) =
+            unsafe { ((*self.as_raw()).rq_flags, (*self.as_raw()).nr_phys_segments) };
+        if flags & (1 << bindings::rqf_flags___RQF_SPECIAL_PAYLOAD) != 0 {
+            1
+        } else {
+            segments
+        }
     }
 
     /// The operation.
     pub(crate) fn op(&self) -> Op {
-        // SAFETY: A live request.
-        match unsafe { nvme_rs_rq_op(self.as_raw().cast()) } {
+        // SAFETY: As above.
+        let flags = unsafe { (*self.as_raw()).cmd_flags };
+        match flags & ((1 << bindings::REQ_OP_BITS) - 1) {
             bindings::req_op_REQ_OP_READ => Op::Read,
             bindings::req_op_REQ_OP_WRITE => Op::Write,
             bindings::req_op_REQ_OP_FLUSH => Op::Flush,
@@ -162,8 +169,9 @@ impl<P> Request<P> {
 
     /// The per-request data.
     pub(crate) fn pdu(&self) -> *mut P {
-        // SAFETY: A live request; the data follows it (type invariant).
-        unsafe { bindings::blk_mq_rq_to_pdu(self.as_raw()).cast() }
+        // The data directly follows the request (type invariant), which is all that
+        // `blk_mq_rq_to_pdu` computes; done here, it costs no call on every I/O.
+        self.as_raw().wrapping_add(1).cast()
     }
 
     /// Maps the request's data into `sgl`, which has room for `nr_phys_segments()` entries and was
@@ -286,8 +294,9 @@ pub(crate) unsafe fn end_batch<P>(iob: *mut c_void, mut f: impl FnMut(&Request<P
     // SAFETY: A live batch (safety requirement); its requests are linked through `rq_next`.
     let mut rq = unsafe { (*iob).req_list.head };
     while !rq.is_null() {
-        // SAFETY: A live request of the batch; `f` does not unlink it.
-        let next = unsafe { nvme_rs_rq_next(rq.cast()) }.cast::<bindings::request>();
+        // SAFETY: A live request of the batch, which links it through the `rq_next` member of its
+        // list union; `f` does not unlink it.
+        let next = unsafe { (*rq).__bindgen_anon_1.rq_next };
         // SAFETY: As above.
         f(unsafe { Request::<P>::from_raw(rq) });
         rq = next;

@@ -12,6 +12,9 @@ static_assert((__force u8)BLK_STS_OK == 0 && (__force u8)BLK_STS_NOTSUPP == 1);
 static_assert((__force u8)BLK_STS_TIMEOUT == 2 && (__force u8)BLK_STS_RESOURCE == 9);
 static_assert((__force u8)BLK_STS_IOERR == 10);
 static_assert((__force u32)BLK_FEAT_WRITE_CACHE == 1);
+/* Request::op and Request::nr_phys_segments in src/blk.rs read the fields behind these. */
+static_assert((__force u32)REQ_OP_MASK == (1 << REQ_OP_BITS) - 1);
+static_assert((__force u32)RQF_SPECIAL_PAYLOAD == 1 << __RQF_SPECIAL_PAYLOAD);
 
 static const struct block_device_operations nvme_rs_block_ops = {
 	.owner = THIS_MODULE,
@@ -26,26 +29,6 @@ struct gendisk *nvme_rs_alloc_disk(struct blk_mq_tag_set *set, struct queue_limi
 const struct block_device_operations *nvme_rs_fops(void)
 {
 	return &nvme_rs_block_ops;
-}
-
-sector_t nvme_rs_rq_pos(const struct request *rq)
-{
-	return blk_rq_pos(rq);
-}
-
-unsigned int nvme_rs_rq_bytes(const struct request *rq)
-{
-	return blk_rq_bytes(rq);
-}
-
-unsigned int nvme_rs_rq_op(const struct request *rq)
-{
-	return req_op(rq);
-}
-
-unsigned short nvme_rs_rq_nr_phys_segments(struct request *rq)
-{
-	return blk_rq_nr_phys_segments(rq);
 }
 
 int nvme_rs_rq_map_sg(struct request *rq, struct scatterlist *sgl)
@@ -79,11 +62,6 @@ void *nvme_rs_rq_first_bvec(struct request *rq, unsigned int *len)
 void *nvme_rs_sg_virt(struct scatterlist *sg)
 {
 	return sg_virt(sg);
-}
-
-struct request *nvme_rs_rq_next(struct request *rq)
-{
-	return rq->rq_next;
 }
 
 bool nvme_rs_add_to_batch(struct request *rq, struct io_comp_batch *iob, bool is_error,

@@ -13,17 +13,12 @@
 struct gendisk *nvme_rs_alloc_disk(struct blk_mq_tag_set *set, struct queue_limits *lim,
 				   void *queuedata);
 const struct block_device_operations *nvme_rs_fops(void);
-sector_t nvme_rs_rq_pos(const struct request *rq);
-unsigned int nvme_rs_rq_bytes(const struct request *rq);
-unsigned int nvme_rs_rq_op(const struct request *rq);
-unsigned short nvme_rs_rq_nr_phys_segments(struct request *rq);
 int nvme_rs_rq_map_sg(struct request *rq, struct scatterlist *sgl);
 bool nvme_rs_rq_completed(struct request *rq);
 bool nvme_rs_should_fake_timeout(struct request_queue *q);
 struct request *nvme_rs_tag_to_rq(struct blk_mq_tags *tags, unsigned int tag);
 void *nvme_rs_rq_first_bvec(struct request *rq, unsigned int *len);
 void *nvme_rs_sg_virt(struct scatterlist *sg);
-struct request *nvme_rs_rq_next(struct request *rq);
 bool nvme_rs_add_to_batch(struct request *rq, struct io_comp_batch *iob, bool is_error,
 			  void (*complete)(struct io_comp_batch *iob));
 

@@ -11,7 +11,7 @@ use kernel::{
     io::Io,
     new_mutex, pci,
     prelude::*,
-    sync::{Mutex, SetOnce},
+    sync::Mutex,
     time::{delay::fsleep, Delta, Instant, Monotonic},
 };
 
@@ -40,9 +40,10 @@ pub(crate) struct Controller<'a> {
     pub(crate) admin: Mutex<AdminQueue<'a>>,
     /// PRP lists and Dataset Management ranges.
     pub(crate) prp_pool: Pool<'a, u64>,
-    /// Shadow doorbells, if the controller has them. Freed with the controller, after it was
-    /// disabled: it may write the EventIdx buffer until then.
-    shadow: SetOnce<ShadowDoorbells<'a>>,
+    /// Shadow doorbells for up to `MAX_IO_QUEUES` I/O queues, used once the controller accepts
+    /// them. Freed with the controller, after it was disabled: it may write the EventIdx buffer
+    /// until then.
+    shadow: ShadowDoorbells<'a>,
     dead: AtomicBool,
     /// The I/O tag set, once it exists (for cancelling requests).
     tag_set: AtomicPtr<bindings::blk_mq_tag_set>,
@@ -79,7 +80,11 @@ impl<'a> Controller<'a> {
                 PRP_LIST_ENTRIES * 8,
                 regs::PAGE_SIZE,
             )?,
-            shadow: SetOnce::new(),
+            shadow: ShadowDoorbells::new(
+                dev.as_ref(),
+                MAX_IO_QUEUES as u16,
+                cap.doorbell_stride(),
+            )?,
             dead: AtomicBool::new(false),
             tag_set: AtomicPtr::new(core::ptr::null_mut()),
             irqs: [const { AtomicU32::new(0) }; MAX_IO_QUEUES],
@@ -102,33 +107,25 @@ impl<'a> Controller<'a> {
         self.cap.doorbell_stride()
     }
 
-    /// Hands the controller shadow doorbells for `io_queues` I/O queue pairs (Doorbell Buffer
-    /// Config), as the C driver does, so that ringing an I/O queue's doorbell is mostly a memory
+    /// Hands the controller the shadow doorbells (Doorbell Buffer Config), as the C driver does, so that ringing an I/O queue's doorbell is mostly a memory
     /// write instead of a trap into the emulator. Without them, every doorbell stays an MMIO write.
-    pub(crate) fn enable_shadow_doorbells(&self, io_queues: u16) {
-        let result = ShadowDoorbells::new(self.pdev.as_ref(), io_queues, self.stride()).and_then(
-            |buffers| {
-                // The controller owns them from the command on, even if it times out.
-                if !self.shadow.populate(buffers) {
-                    return Err(EBUSY);
-                }
-                let shadow = self.shadow.as_ref().ok_or(EINVAL)?;
-                let (doorbells, event_indexes) = shadow.dma_handles();
-                self.admin
-                    .lock()
-                    .doorbell_buffer_config(&self.bar, doorbells, event_indexes)?;
-                shadow.enable();
-                Ok(())
-            },
-        );
-        if let Err(e) = result {
-            dev_warn!(self.pdev, "no shadow doorbells ({:?})\n", e);
+    pub(crate) fn enable_shadow_doorbells(&self) {
+        let (doorbells, event_indexes) = self.shadow.dma_handles();
+        // The controller owns the buffers from the command on, even if it times out; they live as
+        // long as the controller.
+        let result = self
+            .admin
+            .lock()
+            .doorbell_buffer_config(&self.bar, doorbells, event_indexes);
+        match result {
+            Ok(()) => self.shadow.enable(),
+            Err(e) => dev_warn!(self.pdev, "no shadow doorbells ({:?})\n", e),
         }
     }
 
     /// The shadow doorbells, once the controller uses them.
     pub(crate) fn shadow_doorbells(&self) -> Option<&ShadowDoorbells<'a>> {
-        self.shadow.as_ref().filter(|shadow| shadow.is_enabled())
+        self.shadow.is_enabled().then_some(&self.shadow)
     }
 
     /// Whether the device still answers on the bus.

@@ -178,7 +178,7 @@ impl<'bound> Nvme<'bound> {
         }
         // Like the C driver: once the I/O queues exist, before any I/O.
         if id.oacs & command::OACS_DOORBELL_BUFFER_CONFIG != 0 {
-            ctrl.enable_shadow_doorbells(count as u16);
+            ctrl.enable_shadow_doorbells();
         }
 
         let depth = nvme.io_queues[0].depth();

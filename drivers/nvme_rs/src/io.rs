@@ -287,6 +287,14 @@ impl<'a> Pdu<'a> {
         Iterator::chain(core::iter::once(&self.first), self.more.iter()).map_while(Option::as_ref)
     }
 
+    /// The request's only mapping, when it has exactly one.
+    fn single_mapping(&self) -> Option<&Mapping<'a>> {
+        match (&self.first, self.more.first()) {
+            (Some(map), None | Some(None)) => Some(map),
+            _ => None,
+        }
+    }
+
     /// Unmaps the data and returns the PRP list to the pool.
     fn release(&mut self) {
         if self.first.take().is_some() {
@@ -645,6 +653,19 @@ fn build_prps<'a>(
     command: &mut Command,
 ) -> Result<(), Status> {
     const PAGE: u64 = PAGE_SIZE as u64;
+    // The common case, as in the C driver: one mapping within two pages needs no list.
+    if let Some(map) = pdu.single_mapping() {
+        let start = map.dma_handle();
+        let end = start + map.len() as u64;
+        let second_page = (start / PAGE + 1) * PAGE;
+        if end <= second_page + PAGE {
+            command.prp1 = start;
+            if end > second_page {
+                command.prp2 = second_page;
+            }
+            return Ok(());
+        }
+    }
     let maps = pdu.mappings();
     let count = maps.clone().count();
     // Every page the data touches, in order: only the first may start at an offset, and only the
