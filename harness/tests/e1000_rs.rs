@@ -52,7 +52,11 @@ dd if=/dev/urandom of=/tmp/out bs=1M count=64 2>/dev/null
 diag "dut_sent_sha=$(sha256sum </tmp/out | cut -d' ' -f1)"
 (timeout 300 netpipe recv 5002 | sha256sum | cut -d' ' -f1 >/tmp/recv.sha) &
 listener=$!
+tx_packets_before=$(stat tx_packets)
+tx_bytes_before=$(stat tx_bytes)
 check tcp-send-64MiB sh -c 'netpipe send $PEER 5001 </tmp/out'
+diag "tx_packets_64MiB=$(( $(stat tx_packets) - tx_packets_before ))"
+diag "tx_bytes_64MiB=$(( $(stat tx_bytes) - tx_bytes_before ))"
 # `check` runs its command in a subshell, which cannot wait for this shell's job.
 wait $listener
 ktap_result $? tcp-receive-64MiB
@@ -202,6 +206,20 @@ fn e1000_rs_against_the_c_e1000() {
         counted("udp_in_csum_errors"),
         10,
         "UDP datagrams with a wrong checksum dropped and counted"
+    );
+    // The counters count packets on the wire, as the C driver does: a segmentation offload frame
+    // is as many packets as it becomes, each with its headers. At a 1500-byte MTU a TCP segment
+    // carries at most 1460 payload bytes after at least 54 bytes of Ethernet, IPv4 and TCP headers.
+    let (sent, min_packets) = (64u64 << 20, (64u64 << 20).div_ceil(1460));
+    assert!(
+        counted("tx_packets_64MiB") >= min_packets,
+        "tx_packets counts segments: {} for 64 MiB",
+        counted("tx_packets_64MiB")
+    );
+    assert!(
+        counted("tx_bytes_64MiB") >= sent + 54 * min_packets,
+        "tx_bytes counts every segment's headers: {} for 64 MiB",
+        counted("tx_bytes_64MiB")
     );
     assert_eq!(dut.diagnostic("cycles"), "100");
     assert_eq!(

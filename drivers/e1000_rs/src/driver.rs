@@ -381,15 +381,14 @@ impl E1000<'_> {
             let mut guard = self.tx.lock();
             if let Some(tx) = (*guard).as_mut() {
                 let done = tx.clean(budget);
-                if done.packets > 0 {
-                    self.netdev
-                        .completed_queue(done.packets as u32, done.bytes as u32);
+                if done.frames > 0 {
+                    self.netdev.completed_queue(done.frames, done.queued_bytes);
                     self.counters
                         .tx_packets
-                        .fetch_add(done.packets, Ordering::Relaxed);
+                        .fetch_add(done.wire.packets, Ordering::Relaxed);
                     self.counters
                         .tx_bytes
-                        .fetch_add(done.bytes, Ordering::Relaxed);
+                        .fetch_add(done.wire.bytes, Ordering::Relaxed);
                 }
                 if self.netdev.queue_stopped() && tx.has_room() {
                     self.netdev.wake_queue();

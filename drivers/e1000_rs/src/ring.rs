@@ -189,7 +189,20 @@ struct TxPacket {
     /// The descriptor that ends it (EOP, RS): when the device is done with that one, it is done
     /// with the frame.
     last: usize,
+    /// The skb's length, as byte queue limits were told when it was queued.
     len: u32,
+    /// What goes on the wire: one frame, or the segments a segmentation offload makes, with their
+    /// headers (counted as the C driver counts them).
+    wire: Done,
+}
+
+/// What a transmit clean-up finished: the frames and skb bytes for byte queue limits, and the
+/// packets and bytes on the wire for the counters.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct TxDone {
+    pub(crate) frames: u32,
+    pub(crate) queued_bytes: u32,
+    pub(crate) wire: Done,
 }
 
 /// Packets and bytes a clean-up finished.
@@ -419,7 +432,25 @@ impl<'a> TxRing<'a> {
             return self.unwind(start, i);
         }
         let len = skb.len();
-        self.packets[start] = Some(TxPacket { skb, last, len });
+        let wire = match offload {
+            Offload::Tso(tso) => {
+                let segments = tso.payload_len.div_ceil(u32::from(tso.mss)).max(1);
+                Done {
+                    packets: u64::from(segments),
+                    bytes: u64::from(len) + u64::from(segments - 1) * u64::from(tso.header_len),
+                }
+            }
+            _ => Done {
+                packets: 1,
+                bytes: u64::from(len),
+            },
+        };
+        self.packets[start] = Some(TxPacket {
+            skb,
+            last,
+            len,
+            wire,
+        });
         self.next_to_use = i;
         Ok(true)
     }
@@ -453,8 +484,8 @@ impl<'a> TxRing<'a> {
     }
 
     /// Frees every frame the device has sent.
-    pub(crate) fn clean(&mut self, budget: i32) -> Done {
-        let mut done = Done::default();
+    pub(crate) fn clean(&mut self, budget: i32) -> TxDone {
+        let mut done = TxDone::default();
         while self.next_to_clean != self.next_to_use {
             let start = self.next_to_clean;
             let Some(last) = self.packets[start].as_ref().map(|p| p.last) else {
@@ -473,10 +504,12 @@ impl<'a> TxRing<'a> {
                 }
                 i = next(i);
             }
-            if let Some(TxPacket { skb, len, .. }) = self.packets[start].take() {
+            if let Some(TxPacket { skb, len, wire, .. }) = self.packets[start].take() {
                 skb.consume(budget);
-                done.packets += 1;
-                done.bytes += u64::from(len);
+                done.frames += 1;
+                done.queued_bytes += len;
+                done.wire.packets += wire.packets;
+                done.wire.bytes += wire.bytes;
             }
             self.next_to_clean = next(last);
         }
