@@ -284,7 +284,19 @@ fn run_all(dev: &Device<Bound>, report: &mut Report) {
         a.write(511, 0x0123_4567_89ab_cdef)?;
         expect(a.read(511)? == 0x0123_4567_89ab_cdef)?;
         expect_err(a.write(512, 0), EINVAL)?;
-        expect_err(b.read(512), EINVAL)
+        expect_err(b.read(512), EINVAL)?;
+        // Unzeroed blocks work like the others; a block that held data comes back zeroed from
+        // `alloc` (dma_pool hands out the block freed last first).
+        drop(a);
+        let mut c = pool.alloc_unzeroed(Gfp::KERNEL)?;
+        expect(c.dma_handle() % 4096 == 0 && c.count() == 512)?;
+        c.write(511, 0x0123_4567_89ab_cdef)?;
+        expect(c.read(511)? == 0x0123_4567_89ab_cdef)?;
+        expect_err(c.write(512, 0), EINVAL)?;
+        let handle = c.dma_handle();
+        drop(c);
+        let d = pool.alloc(Gfp::KERNEL)?;
+        expect(d.dma_handle() == handle && d.read(511)? == 0)
     });
 }
 
