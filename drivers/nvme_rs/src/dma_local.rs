@@ -770,17 +770,23 @@ impl<'a, T: AsBytes + FromBytes> Pool<'a, T> {
         })
     }
 
-    /// Takes a block from the pool.
+    /// Takes a block from the pool, zeroed.
     pub(crate) fn alloc(&self, gfp: Gfp) -> Result<PoolBlock<'_, 'a, T>> {
+        self.take(gfp | Gfp(bindings::__GFP_ZERO))
+    }
+
+    /// Takes a block from the pool without zeroing it, for a caller that writes every element
+    /// the device will read: a hot path need not pay for clearing a whole block. The block holds
+    /// whatever it last held, which are valid `T`s: pool memory comes from `dma_alloc_coherent`,
+    /// which zeroes it, and is only ever written with `T`s after that.
+    pub(crate) fn alloc_unzeroed(&self, gfp: Gfp) -> Result<PoolBlock<'_, 'a, T>> {
+        self.take(gfp)
+    }
+
+    fn take(&self, gfp: Gfp) -> Result<PoolBlock<'_, 'a, T>> {
         let mut handle: DmaAddress = 0;
         // SAFETY: `raw` is a live pool (type invariant); `handle` is a valid place for the address.
-        let cpu = unsafe {
-            bindings::dma_pool_alloc(
-                self.raw.as_ptr(),
-                (gfp | Gfp(bindings::__GFP_ZERO)).bits(),
-                &mut handle,
-            )
-        };
+        let cpu = unsafe { bindings::dma_pool_alloc(self.raw.as_ptr(), gfp.bits(), &mut handle) };
         let cpu = NonNull::new(cpu.cast::<T>()).ok_or(ENOMEM)?;
         // INVARIANT: a block of this pool, allocated above.
         Ok(PoolBlock {
