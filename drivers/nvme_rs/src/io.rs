@@ -487,10 +487,11 @@ fn prepare<'a>(
             let mut range = queue
                 .ctrl
                 .prp_pool
-                .alloc(Gfp::ATOMIC | Gfp::NOWARN)
+                .alloc_unzeroed(Gfp::ATOMIC | Gfp::NOWARN)
                 .map_err(|_| Status::RESOURCE)?;
-            // One 16-byte range (`max_discard_segments` is 1): context attributes (none) and length
-            // in logical blocks, then the starting LBA.
+            // One 16-byte range (`max_discard_segments` is 1), all written below, so the block
+            // need not be zeroed (nor the lists below, each written as far as the device reads):
+            // context attributes (none) and length in logical blocks, then the starting LBA.
             range
                 .write(0, u64::from(blocks) << 32)
                 .and_then(|()| range.write(1, lba(rq.sector())))
@@ -628,7 +629,7 @@ fn build_sgl<'a>(
     let mut list = queue
         .ctrl
         .prp_pool
-        .alloc(Gfp::ATOMIC | Gfp::NOWARN)
+        .alloc_unzeroed(Gfp::ATOMIC | Gfp::NOWARN)
         .map_err(|_| Status::RESOURCE)?;
     for (i, map) in maps.enumerate() {
         list.write(2 * i, map.dma_handle())
@@ -692,7 +693,7 @@ fn build_prps<'a>(
             queue
                 .ctrl
                 .prp_pool
-                .alloc(Gfp::ATOMIC | Gfp::NOWARN)
+                .alloc_unzeroed(Gfp::ATOMIC | Gfp::NOWARN)
                 .map_err(|_| Status::RESOURCE)?,
         )
     } else {
