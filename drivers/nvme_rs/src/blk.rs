@@ -186,13 +186,19 @@ impl<P> Request<P> {
         n.max(0) as usize
     }
 
-    /// The CPU address and length of the request's first data segment (`req_bvec`). When
-    /// `nr_phys_segments()` is 1, this is all of its data if the length is `bytes()`.
-    pub(crate) fn first_segment(&self) -> (*mut u8, u32) {
+    /// The CPU address and length of the request's first data segment (`req_bvec`), if it has
+    /// data. When `nr_phys_segments()` is 1, this is all of its data if the length is `bytes()`.
+    pub(crate) fn first_segment(&self) -> Option<(*mut u8, u32)> {
+        // SAFETY: A live request, which the driver holds.
+        let (flags, bio) = unsafe { ((*self.as_raw()).rq_flags, (*self.as_raw()).bio) };
+        if flags & (1 << bindings::rqf_flags___RQF_SPECIAL_PAYLOAD) == 0 && bio.is_null() {
+            return None;
+        }
         let mut len = 0;
-        // SAFETY: A live read or write request, which has a bio; `len` is a valid place to write.
+        // SAFETY: A live request with a special payload or a bio, which is all `req_bvec` reads;
+        // `len` is a valid place to write.
         let virt = unsafe { nvme_rs_rq_first_bvec(self.as_raw().cast(), &mut len) };
-        (virt.cast(), len)
+        Some((virt.cast(), len))
     }
 
     /// Tells blk-mq that the driver started the request (arms its timeout).

@@ -367,7 +367,7 @@ unsafe extern "C" fn init_request(
         Ok(pdu) => {
             // SAFETY: The data area is ours, uninitialised and `PDU_SIZE` bytes long; it follows
             // the 8-byte aligned `struct request`, whose size is a multiple of 8, so it is aligned
-            // for a `Pdu` (checked below).
+            // for a `Pdu` (asserted at `PDU_SIZE`).
             unsafe { bindings::blk_mq_rq_to_pdu(rq).cast::<Pdu<'_>>().write(pdu) };
             0
         }
@@ -552,8 +552,7 @@ fn map_data<'a>(
     if segments == 1 {
         // Most small requests: one segment, which is the request's first bio_vec when that holds
         // all of its bytes. Mapping it directly skips the scatterlist, as the C driver does.
-        let (virt, len) = rq.first_segment();
-        if len == rq.bytes() {
+        if let Some((virt, len)) = rq.first_segment().filter(|&(_, len)| len == rq.bytes()) {
             // SAFETY: The request's data, as `map_segment` requires.
             pdu.first = Some(unsafe { map_segment(queue, virt, len, dir) }?);
             return Ok(1);
