@@ -73,7 +73,8 @@ mod tests {
     #[test]
     fn a_clean_log_has_none() {
         let log = "[0.0] Linux version 7.3\n[0.9] DMA-API: preallocated 65536 debug entries\n\
-                   [0.9] DMA-API: debugging enabled by kernel config\n[1.0] e1000: eth0 NIC Link is Up\n";
+                   [0.9] DMA-API: debugging enabled by kernel config\n[1.0] e1000: eth0 NIC Link is Up\n\
+                   [0.1] DMA-API: debugging disabled on kernel command line\n";
         assert!(problems(log).is_empty(), "{:?}", problems(log));
     }
 }
