@@ -138,14 +138,18 @@ impl<P> Request<P> {
     /// The number of physical segments of its data; a special payload (one the driver attached)
     /// counts as one.
     pub(crate) fn nr_phys_segments(&self) -> u16 {
-        // SAFETY: As above.
-        let (flags, segments) =
-            unsafe { ((*self.as_raw()).rq_flags, (*self.as_raw()).nr_phys_segments) };
-        if flags & (1 << bindings::rqf_flags___RQF_SPECIAL_PAYLOAD) != 0 {
-            1
-        } else {
-            segments
+        if self.has_special_payload() {
+            return 1;
         }
+        // SAFETY: As above.
+        unsafe { (*self.as_raw()).nr_phys_segments }
+    }
+
+    /// Whether the data is a special payload the driver attached (`RQF_SPECIAL_PAYLOAD`).
+    fn has_special_payload(&self) -> bool {
+        // SAFETY: As above.
+        let flags = unsafe { (*self.as_raw()).rq_flags };
+        flags & (1 << bindings::rqf_flags___RQF_SPECIAL_PAYLOAD) != 0
     }
 
     /// The operation.
@@ -169,9 +173,7 @@ impl<P> Request<P> {
 
     /// The per-request data.
     pub(crate) fn pdu(&self) -> *mut P {
-        // The data directly follows the request (type invariant), which is all that
-        // `blk_mq_rq_to_pdu` computes; done here, it costs no call on every I/O.
-        self.as_raw().wrapping_add(1).cast()
+        pdu_of(self.as_raw()).cast()
     }
 
     /// Maps the request's data into `sgl`, which has room for `nr_phys_segments()` entries and was
@@ -190,8 +192,7 @@ impl<P> Request<P> {
     /// data. When `nr_phys_segments()` is 1, this is all of its data if the length is `bytes()`.
     pub(crate) fn first_segment(&self) -> Option<(*mut u8, u32)> {
         // SAFETY: A live request, which the driver holds.
-        let (flags, bio) = unsafe { ((*self.as_raw()).rq_flags, (*self.as_raw()).bio) };
-        if flags & (1 << bindings::rqf_flags___RQF_SPECIAL_PAYLOAD) == 0 && bio.is_null() {
+        if !self.has_special_payload() && unsafe { (*self.as_raw()).bio }.is_null() {
             return None;
         }
         let mut len = 0;
@@ -237,6 +238,12 @@ impl<P> Request<P> {
         // SAFETY: A live request.
         unsafe { nvme_rs_rq_completed(self.as_raw().cast()) }
     }
+}
+
+/// Where a request's per-request data starts: right after the request, which is all that
+/// `blk_mq_rq_to_pdu` computes; done here, it costs no call on every I/O.
+pub(crate) fn pdu_of(rq: *mut bindings::request) -> *mut c_void {
+    rq.wrapping_add(1).cast()
 }
 
 /// Requests completed together (`struct io_comp_batch`): blk-mq ends them in one go, which costs

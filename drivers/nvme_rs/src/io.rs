@@ -368,7 +368,7 @@ unsafe extern "C" fn init_request(
             // SAFETY: The data area is ours, uninitialised and `PDU_SIZE` bytes long; it follows
             // the 8-byte aligned `struct request`, whose size is a multiple of 8, so it is aligned
             // for a `Pdu` (asserted at `PDU_SIZE`).
-            unsafe { bindings::blk_mq_rq_to_pdu(rq).cast::<Pdu<'_>>().write(pdu) };
+            unsafe { blk::pdu_of(rq).cast::<Pdu<'_>>().write(pdu) };
             0
         }
         Err(e) => e.to_errno(),
@@ -384,7 +384,7 @@ unsafe extern "C" fn exit_request(
     _hctx_index: c_uint,
 ) {
     // SAFETY: By the function's safety requirement.
-    unsafe { core::ptr::drop_in_place(bindings::blk_mq_rq_to_pdu(rq).cast::<Pdu<'_>>()) };
+    unsafe { core::ptr::drop_in_place(blk::pdu_of(rq).cast::<Pdu<'_>>()) };
 }
 
 /// # Safety
@@ -503,7 +503,8 @@ fn prepare<'a>(
             pdu.list = Some(range);
         }
         op @ (Op::Read | Op::Write) => {
-            let blocks = rq.bytes() >> ns.lba_shift;
+            let bytes = rq.bytes();
+            let blocks = bytes >> ns.lba_shift;
             if blocks == 0 || blocks > 0x1_0000 {
                 return Err(Status::IOERR);
             }
@@ -520,7 +521,7 @@ fn prepare<'a>(
             let segments = map_data(queue, rq, pdu, dir)?;
             // Like the C driver: PRPs describe every page, an SGL every segment, which costs the
             // controller less when segments are large. An SGL list must fit one pool block.
-            let average = rq.bytes() as usize / segments;
+            let average = bytes as usize / segments;
             if queue
                 .sgl_threshold
                 .is_some_and(|threshold| average >= threshold)
@@ -612,15 +613,14 @@ fn build_sgl<'a>(
 ) -> Result<(), Status> {
     // A descriptor's second quadword: length in bits 31:0, descriptor type in bits 63:60.
     let descriptor = |length: u64, kind: u64| length | (kind << 60);
-    let maps = pdu.mappings();
-    let count = maps.clone().count();
     command.flags |= command::FLAGS_PSDT_SGL;
-    if count == 1 {
-        let map = maps.clone().next().ok_or(Status::IOERR)?;
+    if let Some(map) = pdu.single_mapping() {
         command.prp1 = map.dma_handle();
         command.prp2 = descriptor(map.len() as u64, command::SGL_DATA_BLOCK);
         return Ok(());
     }
+    let maps = pdu.mappings();
+    let count = maps.clone().count();
     // Two quadwords per descriptor.
     if 2 * count > PRP_LIST_ENTRIES {
         return Err(Status::IOERR);
