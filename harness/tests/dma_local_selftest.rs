@@ -40,6 +40,7 @@ const CONTRACTS: &[&str] = &[
     "bounds_offset_overflow",
     "bulk_round_trip_and_handles",
     "field_access_macros",
+    "shared_write",
     "attrs_operators",
     "coherent_with_attrs",
     "into_and_from_parts",

@@ -196,6 +196,19 @@ fn run_all(dev: &Device<Bound>, report: &mut Report) {
         expect_err(crate::dma_read!(ring, 4, status), EINVAL)?;
         expect_err(crate::dma_write!(ring, 4, status, 1), EINVAL)
     });
+    report.run("shared_write", || {
+        let ring = Coherent::<Descriptor>::alloc(dev, 4, Gfp::KERNEL)?;
+        let descriptor = Descriptor {
+            address: 0xfeed_0000,
+            length: 60,
+            status: 1,
+        };
+        // SAFETY: This CPU is the only one that accesses `ring`.
+        unsafe { ring.write_shared(2, descriptor) }?;
+        expect(ring.read(2)? == descriptor && ring.read(1)? == Descriptor::default())?;
+        // SAFETY: As above.
+        expect_err(unsafe { ring.write_shared(4, descriptor) }, EINVAL)
+    });
     report.run("attrs_operators", || {
         let both = Attrs::WEAK_ORDERING | Attrs::NO_WARN;
         expect(both.contains(Attrs::NO_WARN) && !both.contains(Attrs::PRIVILEGED))?;
