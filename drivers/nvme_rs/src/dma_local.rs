@@ -382,6 +382,21 @@ impl<'a, T: AsBytes + FromBytes> Coherent<'a, T> {
         Ok(())
     }
 
+    /// Writes element `index` with a volatile store through a shared reference: for allocations
+    /// whose elements different CPUs own at a time, such as a descriptor ring that a producer fills
+    /// while a consumer reads the descriptors the device is done with.
+    ///
+    /// # Safety
+    ///
+    /// No other CPU accesses element `index` while this runs.
+    pub(crate) unsafe fn write_shared(&self, index: usize, value: T) -> Result {
+        let ptr = self.element_ptr(index)?;
+        // SAFETY: `ptr` is in bounds and aligned; no other CPU accesses the element (safety
+        // requirement); volatile, because the device may read it.
+        unsafe { ptr.write_volatile(value) };
+        Ok(())
+    }
+
     /// Copies `dst.len()` elements, from element `offset` on, into `dst`.
     pub(crate) fn read_into(&self, offset: usize, dst: &mut [T]) -> Result {
         check_range(offset, dst.len(), self.count)?;
