@@ -21,13 +21,16 @@ use kernel::{
     io::Io,
     new_spinlock, pci,
     prelude::*,
-    sync::SpinLock,
+    sync::{
+        barrier::{smp_mb, Full},
+        SpinLock,
+    },
     time::{delay::fsleep, Delta},
 };
 
 use dma_local::Mask;
 use netdev::{MacAddress, Napi, NetDev, Skb, Stats};
-use ring::{RxRing, TxRing};
+use ring::{Rings, RxRing, TxProducer, TxRing};
 
 kernel::module_pci_driver! {
     type: E1000Driver,
@@ -94,10 +97,9 @@ pub(crate) struct E1000<'bound> {
     pdev: &'bound pci::Device<Bound>,
     bar: Bar0<'bound>,
     netdev: NetDev,
-    #[pin]
-    tx: SpinLock<Option<TxRing<'bound>>>,
-    #[pin]
-    rx: SpinLock<Option<RxRing<'bound>>>,
+    /// Installed by `open` before the queue starts and NAPI is enabled, removed by `stop` after
+    /// both are disabled: `xmit` and `poll`, which use them, never run meanwhile.
+    rings: Rings<'bound>,
     #[pin]
     hw_errors: SpinLock<HwErrors>,
     counters: Counters,
@@ -140,8 +142,7 @@ impl pci::Driver for E1000Driver {
                 unsafe { netdev.set_adapter(this.as_ptr()) };
                 netdev
             },
-            tx <- new_spinlock!(None, "e1000_rs:tx"),
-            rx <- new_spinlock!(None, "e1000_rs:rx"),
+            rings: Rings::new(),
             hw_errors <- new_spinlock!(HwErrors::default(), "e1000_rs:hw_errors"),
             counters: Counters::default(),
             running: AtomicBool::new(false),
@@ -302,8 +303,8 @@ impl E1000<'_> {
         for i in 0..regs::MTA_ENTRIES {
             bar.write32(0, regs::MTA + 4 * i);
         }
-        *self.tx.lock() = Some(tx);
-        *self.rx.lock() = Some(rx);
+        // SAFETY: Neither `xmit` nor `poll` runs: the queue has not started and NAPI is disabled.
+        unsafe { self.rings.set(Some((tx, rx))) };
         // Every descriptor but one is the device's: head 0, tail at the last.
         bar.write32((ring::RING_SIZE - 1) as u32, regs::RDT);
         bar.write32(
@@ -327,7 +328,8 @@ impl E1000<'_> {
 
     /// `ndo_stop`: no interrupt, no DMA, no buffer left.
     pub(crate) fn stop(&self) {
-        self.netdev.stop_queue();
+        // Waits for a transmit in progress.
+        self.netdev.disable_transmit();
         self.running.store(false, Ordering::Release);
         reset(&self.bar);
         // SAFETY: `irq` is requested (type invariant); this waits for a running handler.
@@ -335,24 +337,22 @@ impl E1000<'_> {
         self.netdev.napi().disable();
         self.netdev.set_carrier(false);
         // The device no longer owns any descriptor: unmap and free everything.
-        *self.tx.lock() = None;
-        *self.rx.lock() = None;
+        // SAFETY: Neither `xmit` nor `poll` runs: transmit and NAPI are disabled, which waited for
+        // both.
+        unsafe { self.rings.set(None) };
         self.netdev.reset_queue();
     }
 
     /// `ndo_start_xmit`: the skb comes back when the ring is full.
     pub(crate) fn xmit(&self, skb: Skb) -> core::result::Result<(), Skb> {
-        let mut guard = self.tx.lock();
-        let Some(tx) = (*guard).as_mut() else {
+        // SAFETY: The stack calls `ndo_start_xmit` for the one queue under its lock.
+        let Some(mut tx) = (unsafe { self.rings.transmit() }) else {
             self.counters.tx_dropped.fetch_add(1, Ordering::Relaxed);
             return Ok(());
         };
         let len = skb.len();
         let result = match tx.push(skb) {
-            Err(skb) => {
-                self.netdev.stop_queue();
-                Err(skb)
-            }
+            Err(skb) => Err(skb),
             Ok(false) => {
                 self.counters.tx_dropped.fetch_add(1, Ordering::Relaxed);
                 Ok(())
@@ -362,8 +362,8 @@ impl E1000<'_> {
                 Ok(())
             }
         };
-        if tx.nearly_full() {
-            self.netdev.stop_queue();
+        if result.is_err() || tx.nearly_full() {
+            self.stop_queue_unless_room(&tx);
         }
         // As in the C driver, TDT moves once per burst: every write makes the device walk the ring.
         // Frames the stack said more would follow go out when the burst ends or the queue stops
@@ -375,49 +375,56 @@ impl E1000<'_> {
         result
     }
 
+    /// Stops the queue for lack of descriptors, unless the poll has just freed enough: it wakes a
+    /// stopped queue only if it sees the stop, and this sees what it freed, because both order
+    /// their store and their load with a full barrier.
+    fn stop_queue_unless_room(&self, tx: &TxProducer<'_, '_>) {
+        self.netdev.stop_queue();
+        smp_mb(Full);
+        if tx.has_room() {
+            self.netdev.start_queue();
+        }
+    }
+
     /// The NAPI poll: transmit completions, then up to `budget` received frames.
     pub(crate) fn poll(&self, napi: Napi, budget: i32) -> i32 {
-        {
-            let mut guard = self.tx.lock();
-            if let Some(tx) = (*guard).as_mut() {
-                let done = tx.clean(budget);
-                if done.frames > 0 {
-                    self.netdev.completed_queue(done.frames, done.queued_bytes);
-                    self.counters
-                        .tx_packets
-                        .fetch_add(done.wire.packets, Ordering::Relaxed);
-                    self.counters
-                        .tx_bytes
-                        .fetch_add(done.wire.bytes, Ordering::Relaxed);
-                }
-                if self.netdev.queue_stopped() && tx.has_room() {
-                    self.netdev.wake_queue();
-                }
+        // SAFETY: NAPI polls on one CPU at a time.
+        let Some((mut tx, rx)) = (unsafe { self.rings.poll() }) else {
+            // Not reached: NAPI is enabled only while the rings are installed.
+            napi.complete_done(0);
+            return 0;
+        };
+        let done = tx.clean(budget);
+        if done.frames > 0 {
+            self.netdev.completed_queue(done.frames, done.queued_bytes);
+            self.counters
+                .tx_packets
+                .fetch_add(done.wire.packets, Ordering::Relaxed);
+            self.counters
+                .tx_bytes
+                .fetch_add(done.wire.bytes, Ordering::Relaxed);
+            // Pairs with the barrier in `stop_queue_unless_room`.
+            smp_mb(Full);
+            if self.netdev.queue_stopped() && tx.has_room() {
+                self.netdev.wake_queue();
             }
         }
-        let mut work = 0;
-        {
-            let mut guard = self.rx.lock();
-            if let Some(rx) = (*guard).as_mut() {
-                let (done, tail) = rx.clean(&self.netdev, budget.max(0) as usize, |skb| {
-                    napi.receive(skb)
-                });
-                if let Some(tail) = tail {
-                    self.bar.write32(tail as u32, regs::RDT);
-                }
-                let c = &self.counters;
-                c.rx_packets
-                    .fetch_add(done.frames.packets, Ordering::Relaxed);
-                c.rx_bytes.fetch_add(done.frames.bytes, Ordering::Relaxed);
-                c.rx_errors
-                    .fetch_add(done.errors + done.length_errors, Ordering::Relaxed);
-                c.rx_length_errors
-                    .fetch_add(done.length_errors, Ordering::Relaxed);
-                c.rx_dropped.fetch_add(done.dropped, Ordering::Relaxed);
-                work =
-                    (done.frames.packets + done.errors + done.length_errors + done.dropped) as i32;
-            }
+        let (done, tail) = rx.clean(&self.netdev, budget.max(0) as usize, |skb| {
+            napi.receive(skb)
+        });
+        if let Some(tail) = tail {
+            self.bar.write32(tail as u32, regs::RDT);
         }
+        let c = &self.counters;
+        c.rx_packets
+            .fetch_add(done.frames.packets, Ordering::Relaxed);
+        c.rx_bytes.fetch_add(done.frames.bytes, Ordering::Relaxed);
+        c.rx_errors
+            .fetch_add(done.errors + done.length_errors, Ordering::Relaxed);
+        c.rx_length_errors
+            .fetch_add(done.length_errors, Ordering::Relaxed);
+        c.rx_dropped.fetch_add(done.dropped, Ordering::Relaxed);
+        let work = (done.frames.packets + done.errors + done.length_errors + done.dropped) as i32;
         if work < budget && napi.complete_done(work) && self.running.load(Ordering::Acquire) {
             self.bar.write32(regs::INT_ENABLED, regs::IMS);
         }

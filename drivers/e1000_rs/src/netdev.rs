@@ -60,6 +60,7 @@ extern "C" {
     fn e1000_rs_carrier_ok(dev: *mut NetDevice) -> bool;
     fn e1000_rs_start_queue(dev: *mut NetDevice);
     fn e1000_rs_stop_queue(dev: *mut NetDevice);
+    fn e1000_rs_disable_transmit(dev: *mut NetDevice);
     fn e1000_rs_wake_queue(dev: *mut NetDevice);
     fn e1000_rs_queue_stopped(dev: *mut NetDevice) -> bool;
     fn e1000_rs_xmit_stopped(dev: *mut NetDevice) -> bool;
@@ -208,6 +209,12 @@ impl NetDev {
     pub(crate) fn stop_queue(&self) {
         // SAFETY: `raw` is valid.
         unsafe { e1000_rs_stop_queue(self.raw()) };
+    }
+
+    /// Stops the transmit queue and waits for a transmit in progress (`netif_tx_disable`).
+    pub(crate) fn disable_transmit(&self) {
+        // SAFETY: `raw` is valid.
+        unsafe { e1000_rs_disable_transmit(self.raw()) };
     }
 
     /// Wakes the transmit queue.

@@ -117,6 +117,11 @@ void e1000_rs_stop_queue(struct net_device *dev)
 	netif_stop_queue(dev);
 }
 
+void e1000_rs_disable_transmit(struct net_device *dev)
+{
+	netif_tx_disable(dev);
+}
+
 void e1000_rs_wake_queue(struct net_device *dev)
 {
 	netif_wake_queue(dev);

@@ -38,6 +38,7 @@ void e1000_rs_carrier(struct net_device *dev, bool on);
 bool e1000_rs_carrier_ok(struct net_device *dev);
 void e1000_rs_start_queue(struct net_device *dev);
 void e1000_rs_stop_queue(struct net_device *dev);
+void e1000_rs_disable_transmit(struct net_device *dev);
 void e1000_rs_wake_queue(struct net_device *dev);
 bool e1000_rs_queue_stopped(struct net_device *dev);
 bool e1000_rs_xmit_stopped(struct net_device *dev);

@@ -5,6 +5,11 @@
 //! `dma_local` coherent buffers the frames are copied into or out of ([`CopyBuffers`]). By default
 //! transmit maps and receive copies, which measured fastest (see the README).
 
+use core::{
+    cell::UnsafeCell,
+    sync::atomic::{AtomicUsize, Ordering},
+};
+
 use kernel::{
     device::{Bound, Device},
     prelude::*,
@@ -221,22 +226,40 @@ pub(crate) struct RxDone {
     pub(crate) dropped: u64,
 }
 
-/// The transmit ring.
+/// The transmit ring, shared without a lock by its two ends, as in the C driver: the producer
+/// ([`TxProducer`], in `ndo_start_xmit`) queues frames and the consumer ([`TxConsumer`], in the NAPI
+/// poll) frees the ones the device sent. A lock would make each end wait while the other runs, and
+/// for long when the holder's CPU is preempted (as a virtual CPU often is).
 ///
 /// # Invariants
 ///
 /// - Descriptors `[next_to_clean, next_to_use)` belong to the device, frame after frame: each frame
 ///   starts with its (optional) context descriptor and has its [`TxPacket`] at that first index,
 ///   with `last` its final descriptor; `next_to_clean` is always the start of a frame.
-/// - `buffers[i]` maps the data that descriptor `i` points at first; a buffer longer than
+/// - `mappings[i]` maps the data that descriptor `i` points at first; a buffer longer than
 ///   [`MAX_DATA_PER_DESC`] continues on the next descriptors, which have no mapping of their own.
+/// - The consumer alone accesses the descriptors, mappings and packets at `[next_to_clean,
+///   next_to_use)`, and alone stores `next_to_clean`, with release ordering once it is done with
+///   the entries before it; the producer alone accesses every other index and `producer`, and
+///   alone stores `next_to_use`, with release ordering once the entries before it are complete.
 pub(crate) struct TxRing<'a> {
     dev: &'a Device<Bound>,
     desc: Coherent<'a, TxDesc>,
-    buffers: KVec<Option<Mapping<'a>>>,
-    packets: KVec<Option<TxPacket>>,
-    next_to_use: usize,
-    next_to_clean: usize,
+    // Before `packets`, so that tearing down unmaps every piece before freeing the skbs.
+    mappings: KVec<UnsafeCell<Option<Mapping<'a>>>>,
+    packets: KVec<UnsafeCell<Option<TxPacket>>>,
+    next_to_use: AtomicUsize,
+    next_to_clean: AtomicUsize,
+    producer: UnsafeCell<ProducerState<'a>>,
+}
+
+// SAFETY: The producer and the consumer share the ring from two CPUs; each accesses only the
+// entries it owns, and passes them to the other with a release store of its index that the other
+// loads with acquire ordering (type invariant).
+unsafe impl Sync for TxRing<'_> {}
+
+/// What only the producer uses.
+struct ProducerState<'a> {
     /// The checksum offsets of the last checksum context descriptor sent; `None` after a
     /// segmentation context, which replaces it in the hardware.
     context: Option<(u8, u8)>,
@@ -257,28 +280,37 @@ enum Offload {
     Tso(Tso),
 }
 
+/// Free descriptors between the producer at `next_to_use` and the consumer at `next_to_clean`; one
+/// stays unused so that a full ring differs from an empty one.
+fn free_between(next_to_use: usize, next_to_clean: usize) -> usize {
+    let used = (next_to_use + RING_SIZE - next_to_clean) % RING_SIZE;
+    RING_SIZE - 1 - used
+}
+
 impl<'a> TxRing<'a> {
     /// A transmit ring that maps frames for the device, or copies them into coherent buffers.
     pub(crate) fn new(dev: &'a Device<Bound>, copy: bool) -> Result<Self> {
-        let mut buffers = KVec::with_capacity(RING_SIZE, GFP_KERNEL)?;
+        let mut mappings = KVec::with_capacity(RING_SIZE, GFP_KERNEL)?;
         let mut packets = KVec::with_capacity(RING_SIZE, GFP_KERNEL)?;
         for _ in 0..RING_SIZE {
-            buffers.push(None, GFP_KERNEL)?;
-            packets.push(None, GFP_KERNEL)?;
+            mappings.push(UnsafeCell::new(None), GFP_KERNEL)?;
+            packets.push(UnsafeCell::new(None), GFP_KERNEL)?;
         }
         Ok(Self {
             dev,
             desc: Coherent::alloc(dev, RING_SIZE, Gfp::KERNEL)?,
-            buffers,
+            mappings,
             packets,
-            next_to_use: 0,
-            next_to_clean: 0,
-            context: None,
-            copy: if copy {
-                Some(CopyBuffers::new(dev, MAX_DATA_PER_DESC)?)
-            } else {
-                None
-            },
+            next_to_use: AtomicUsize::new(0),
+            next_to_clean: AtomicUsize::new(0),
+            producer: UnsafeCell::new(ProducerState {
+                context: None,
+                copy: if copy {
+                    Some(CopyBuffers::new(dev, MAX_DATA_PER_DESC)?)
+                } else {
+                    None
+                },
+            }),
         })
     }
 
@@ -287,9 +319,50 @@ impl<'a> TxRing<'a> {
         (self.desc.dma_handle(), self.desc.size())
     }
 
+    /// The producer end.
+    ///
+    /// # Safety
+    ///
+    /// No other [`TxProducer`] of this ring exists while the returned one does.
+    pub(crate) unsafe fn producer(&self) -> TxProducer<'_, 'a> {
+        TxProducer {
+            ring: self,
+            // SAFETY: Only the producer accesses `producer` (type invariant), and there is one.
+            state: unsafe { &mut *self.producer.get() },
+            next_to_use: self.next_to_use.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The consumer end.
+    ///
+    /// # Safety
+    ///
+    /// No other [`TxConsumer`] of this ring exists while the returned one does.
+    pub(crate) unsafe fn consumer(&self) -> TxConsumer<'_, 'a> {
+        TxConsumer {
+            ring: self,
+            next_to_clean: self.next_to_clean.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// The end of a [`TxRing`] that queues frames.
+///
+/// # Invariants
+///
+/// It is the ring's only producer; `next_to_use` is the ring's, which only it stores.
+pub(crate) struct TxProducer<'r, 'a> {
+    ring: &'r TxRing<'a>,
+    state: &'r mut ProducerState<'a>,
+    next_to_use: usize,
+}
+
+impl<'a> TxProducer<'_, 'a> {
     fn free(&self) -> usize {
-        let used = (self.next_to_use + RING_SIZE - self.next_to_clean) % RING_SIZE;
-        RING_SIZE - 1 - used
+        free_between(
+            self.next_to_use,
+            self.ring.next_to_clean.load(Ordering::Acquire),
+        )
     }
 
     /// What the hardware has to do for `skb`'s checksums; `Err` for a frame that must be dropped.
@@ -310,15 +383,29 @@ impl<'a> TxRing<'a> {
         })
     }
 
+    /// Writes descriptor `i`, which the producer owns.
+    fn write(&self, i: usize, desc: TxDesc) -> Result {
+        // SAFETY: Only the producer accesses descriptors outside `[next_to_clean, next_to_use)`
+        // (type invariant), and `push` writes only descriptors it found free.
+        unsafe { self.ring.desc.write_shared(i, desc) }
+    }
+
+    /// Sets the mapping of descriptor `i`, which the producer owns.
+    fn set_mapping(&mut self, i: usize, mapping: Option<Mapping<'a>>) {
+        // SAFETY: As in `write`.
+        unsafe { *self.ring.mappings[i].get() = mapping };
+    }
+
     /// Queues `skb`, its linear part and page fragments each on as many descriptors as they need;
     /// returns whether it was queued: the skb comes back when the ring is full, and a frame that
-    /// cannot be offloaded or mapped is dropped (`Ok(false)`). [`TxRing::tail`] is TDT's new value.
+    /// cannot be offloaded or mapped is dropped (`Ok(false)`). [`TxProducer::tail`] is TDT's new
+    /// value.
     pub(crate) fn push(&mut self, mut skb: Skb) -> core::result::Result<bool, Skb> {
         let Ok(offload) = Self::offload(&mut skb) else {
             return Ok(false);
         };
         let context = match offload {
-            Offload::Checksum(start, place) => Some((start, place)) != self.context,
+            Offload::Checksum(start, place) => Some((start, place)) != self.state.context,
             Offload::Tso(_) => true,
             Offload::None => false,
         };
@@ -332,6 +419,7 @@ impl<'a> TxRing<'a> {
         if data_descs == 0 {
             return Ok(false);
         }
+        // From here on, the descriptors `[start, start + needed)` are free: the producer's.
         if self.free() < data_descs + usize::from(context) {
             return Err(skb);
         }
@@ -346,17 +434,17 @@ impl<'a> TxRing<'a> {
                     cmd: regs::TX_CMD_DEXT,
                     ..Default::default()
                 };
-                if self.desc.write(i, desc).is_err() {
+                if self.write(i, desc).is_err() {
                     return Ok(false);
                 }
-                self.context = Some((tucss, tucso));
+                self.state.context = Some((tucss, tucso));
                 i = next(i);
             }
             Offload::Tso(tso) => {
-                if self.desc.write(i, tso_context(&tso)).is_err() {
+                if self.write(i, tso_context(&tso)).is_err() {
                     return Ok(false);
                 }
-                self.context = None;
+                self.state.context = None;
                 i = next(i);
             }
             _ => {}
@@ -373,17 +461,19 @@ impl<'a> TxRing<'a> {
         };
         let cmd = cmd | regs::TX_CMD_IFCS | regs::TX_CMD_IDE;
         let pieces = Iterator::chain(core::iter::once((skb.data(), skb.head_len())), skb.frags());
+        let mut descs_left = data_descs;
         let mut last = i;
         for (ptr, len) in pieces.filter(|&(_, len)| len > 0) {
             let len = len as usize;
-            let mapping = if self.copy.is_some() {
+            let mapping = if self.state.copy.is_some() {
                 None
             } else {
                 // SAFETY: The skb's linear part and fragments are slab or page memory that the skb
                 // keeps until this frame's `TxPacket` is dropped, after every mapping of the frame;
                 // the CPU does not touch them meanwhile.
-                match unsafe { Mapping::new(self.dev, ptr, len, Direction::ToDevice, Attrs::NONE) }
-                {
+                match unsafe {
+                    Mapping::new(self.ring.dev, ptr, len, Direction::ToDevice, Attrs::NONE)
+                } {
                     Ok(m) => Some(m),
                     Err(_) => return self.unwind(start, i),
                 }
@@ -392,7 +482,7 @@ impl<'a> TxRing<'a> {
             let mut offset = 0;
             while offset < len {
                 let chunk = (len - offset).min(MAX_DATA_PER_DESC);
-                let addr = match (&mapping, self.copy.as_mut()) {
+                let addr = match (&mapping, self.state.copy.as_mut()) {
                     (Some(mapping), _) => Ok(mapping.dma_handle() + offset as u64),
                     (None, Some(copy)) => {
                         // SAFETY: `ptr + offset .. + chunk` lies within the piece.
@@ -403,33 +493,29 @@ impl<'a> TxRing<'a> {
                 let Ok(addr) = addr else {
                     return self.unwind(start, i);
                 };
+                descs_left -= 1;
+                // The last descriptor ends the frame and reports its status.
+                let end = if descs_left == 0 {
+                    regs::TX_CMD_EOP | regs::TX_CMD_RS
+                } else {
+                    0
+                };
                 let desc = TxDesc {
                     addr,
                     length: chunk as u16,
                     cso: dtyp,
-                    cmd,
+                    cmd: cmd | end,
                     css: popts,
                     ..Default::default()
                 };
-                if self.desc.write(i, desc).is_err() {
+                if self.write(i, desc).is_err() {
                     return self.unwind(start, i);
                 }
                 last = i;
                 i = next(i);
                 offset += chunk;
             }
-            self.buffers[first] = mapping;
-        }
-        // The last descriptor ends the frame and reports its status.
-        if dma_write!(
-            self.desc,
-            last,
-            cmd,
-            cmd | regs::TX_CMD_EOP | regs::TX_CMD_RS
-        )
-        .is_err()
-        {
-            return self.unwind(start, i);
+            self.set_mapping(first, mapping);
         }
         let len = skb.len();
         let wire = match offload {
@@ -445,13 +531,18 @@ impl<'a> TxRing<'a> {
                 bytes: u64::from(len),
             },
         };
-        self.packets[start] = Some(TxPacket {
-            skb,
-            last,
-            len,
-            wire,
-        });
+        // SAFETY: As in `write`: `start` is the frame's first descriptor, still the producer's.
+        unsafe {
+            *self.ring.packets[start].get() = Some(TxPacket {
+                skb,
+                last,
+                len,
+                wire,
+            })
+        };
+        // Hands the frame to the consumer, after everything above.
         self.next_to_use = i;
+        self.ring.next_to_use.store(i, Ordering::Release);
         Ok(true)
     }
 
@@ -460,11 +551,11 @@ impl<'a> TxRing<'a> {
     fn unwind(&mut self, start: usize, end: usize) -> core::result::Result<bool, Skb> {
         let mut i = start;
         while i != end {
-            self.buffers[i] = None;
+            self.set_mapping(i, None);
             i = next(i);
         }
         // A context descriptor among them was never sent.
-        self.context = None;
+        self.state.context = None;
         Ok(false)
     }
 
@@ -478,33 +569,51 @@ impl<'a> TxRing<'a> {
         self.free() < TX_STOP_THRESHOLD
     }
 
-    /// Whether a stopped queue may run again.
+    /// Whether a queue stopped for lack of room may run again.
     pub(crate) fn has_room(&self) -> bool {
         self.free() >= TX_WAKE_THRESHOLD
     }
+}
 
+/// The end of a [`TxRing`] that frees sent frames.
+///
+/// # Invariants
+///
+/// It is the ring's only consumer; `next_to_clean` is the ring's, which only it stores.
+pub(crate) struct TxConsumer<'r, 'a> {
+    ring: &'r TxRing<'a>,
+    next_to_clean: usize,
+}
+
+impl TxConsumer<'_, '_> {
     /// Frees every frame the device has sent.
     pub(crate) fn clean(&mut self, budget: i32) -> TxDone {
         let mut done = TxDone::default();
-        while self.next_to_clean != self.next_to_use {
+        let ring = self.ring;
+        let next_to_use = ring.next_to_use.load(Ordering::Acquire);
+        while self.next_to_clean != next_to_use {
             let start = self.next_to_clean;
-            let Some(last) = self.packets[start].as_ref().map(|p| p.last) else {
+            // SAFETY: `start` is in `[next_to_clean, next_to_use)`: the consumer's (type
+            // invariant); the acquire load above ordered the producer's writes before this.
+            let packet = unsafe { &mut *ring.packets[start].get() };
+            let Some(last) = packet.as_ref().map(|p| p.last) else {
                 // Not a frame's start: the type invariant is broken; stop rather than guess.
                 break;
             };
-            let status = dma_read!(self.desc, last, status).unwrap_or(0);
+            let status = dma_read!(ring.desc, last, status).unwrap_or(0);
             if status & regs::DESC_STATUS_DD == 0 {
                 break;
             }
             let mut i = start;
             loop {
-                self.buffers[i] = None;
+                // SAFETY: `[start, last]` is a frame the producer handed over, the consumer's.
+                unsafe { *ring.mappings[i].get() = None };
                 if i == last {
                     break;
                 }
                 i = next(i);
             }
-            if let Some(TxPacket { skb, len, wire, .. }) = self.packets[start].take() {
+            if let Some(TxPacket { skb, len, wire, .. }) = packet.take() {
                 skb.consume(budget);
                 done.frames += 1;
                 done.queued_bytes += len;
@@ -513,7 +622,18 @@ impl<'a> TxRing<'a> {
             }
             self.next_to_clean = next(last);
         }
+        // Gives the freed descriptors back to the producer, after everything above.
+        ring.next_to_clean
+            .store(self.next_to_clean, Ordering::Release);
         done
+    }
+
+    /// Whether a queue stopped for lack of room may run again.
+    pub(crate) fn has_room(&self) -> bool {
+        free_between(
+            self.ring.next_to_use.load(Ordering::Acquire),
+            self.next_to_clean,
+        ) >= TX_WAKE_THRESHOLD
     }
 }
 
@@ -699,5 +819,81 @@ impl<'a> RxRing<'a> {
             self.next_to_clean = next(i);
         }
         (done, tail)
+    }
+}
+
+/// Both rings of an open interface, used without a lock: the transmit producer by
+/// `ndo_start_xmit`, the transmit consumer and the receive ring by the NAPI poll.
+///
+/// # Invariants
+///
+/// `open` changes only in [`Rings::set`], while no reference from [`Rings::transmit`] or
+/// [`Rings::poll`] exists; one [`TxProducer`] at a time comes from `transmit`, and one
+/// [`TxConsumer`] and `&mut RxRing` at a time from `poll`.
+pub(crate) struct Rings<'a> {
+    open: UnsafeCell<Option<OpenRings<'a>>>,
+}
+
+struct OpenRings<'a> {
+    tx: TxRing<'a>,
+    rx: UnsafeCell<RxRing<'a>>,
+}
+
+// SAFETY: `transmit` and `poll` run on different CPUs: they share the transmit ring, which is
+// `Sync`, through its two ends; the receive ring is the poll's alone; `set` runs while neither
+// does (type invariant).
+unsafe impl Sync for Rings<'_> {}
+
+impl<'a> Rings<'a> {
+    /// No rings: a closed interface.
+    pub(crate) fn new() -> Self {
+        Self {
+            open: UnsafeCell::new(None),
+        }
+    }
+
+    /// Installs the rings, or with `None` frees them.
+    ///
+    /// # Safety
+    ///
+    /// Neither [`Rings::transmit`] nor [`Rings::poll`] is called until this returns, nor is a value
+    /// they returned still in use.
+    pub(crate) unsafe fn set(&self, rings: Option<(TxRing<'a>, RxRing<'a>)>) {
+        let rings = rings.map(|(tx, rx)| OpenRings {
+            tx,
+            rx: UnsafeCell::new(rx),
+        });
+        // SAFETY: Nothing else accesses `open` meanwhile (safety requirement).
+        unsafe { *self.open.get() = rings };
+    }
+
+    /// The transmit ring's producer end, if the rings are installed.
+    ///
+    /// # Safety
+    ///
+    /// No other value this returned is in use: the caller is the queue's only transmitter (the
+    /// stack serialises `ndo_start_xmit` with the queue's lock).
+    pub(crate) unsafe fn transmit(&self) -> Option<TxProducer<'_, 'a>> {
+        // SAFETY: `open` does not change while this is in use (safety requirement of `set`).
+        let open = unsafe { (*self.open.get()).as_ref() }?;
+        // SAFETY: The only producer (safety requirement).
+        Some(unsafe { open.tx.producer() })
+    }
+
+    /// The transmit ring's consumer end and the receive ring, if the rings are installed.
+    ///
+    /// # Safety
+    ///
+    /// No other value this returned is in use: the caller is the only poller (NAPI polls one CPU at
+    /// a time).
+    #[expect(
+        clippy::mut_from_ref,
+        reason = "the receive ring is the only poller's, by the safety requirement"
+    )]
+    pub(crate) unsafe fn poll(&self) -> Option<(TxConsumer<'_, 'a>, &mut RxRing<'a>)> {
+        // SAFETY: As in `transmit`.
+        let open = unsafe { (*self.open.get()).as_ref() }?;
+        // SAFETY: The only consumer and the only user of the receive ring (safety requirement).
+        Some(unsafe { (open.tx.consumer(), &mut *open.rx.get()) })
     }
 }
