@@ -8,12 +8,12 @@
 //! `blk_mq_ops` callbacks are the driver's (`io.rs`); this module only owns the C objects and reads
 //! them. Static inline functions and macros go through `blk_shim.c`.
 
-use core::ptr::NonNull;
+use core::{marker::PhantomData, ptr::NonNull};
 
 use kernel::{
     bindings,
     error::to_result,
-    ffi::{c_int, c_uint, c_void},
+    ffi::{c_uint, c_void},
     prelude::*,
     types::Opaque,
 };
@@ -27,12 +27,10 @@ extern "C" {
         queuedata: *mut c_void,
     ) -> *mut c_void;
     fn nvme_rs_fops() -> *const c_void;
-    fn nvme_rs_rq_map_sg(rq: *mut c_void, sgl: *mut bindings::scatterlist) -> c_int;
     fn nvme_rs_rq_completed(rq: *mut c_void) -> bool;
     fn nvme_rs_should_fake_timeout(q: *mut c_void) -> bool;
     fn nvme_rs_tag_to_rq(tags: *mut c_void, tag: c_uint) -> *mut c_void;
-    fn nvme_rs_rq_first_bvec(rq: *mut c_void, len: *mut c_uint) -> *mut c_void;
-    fn nvme_rs_sg_virt(sg: *mut bindings::scatterlist) -> *mut c_void;
+    fn nvme_rs_page_address(page: *mut c_void) -> *mut c_void;
     fn nvme_rs_add_to_batch(
         rq: *mut c_void,
         iob: *mut c_void,
@@ -120,7 +118,7 @@ impl<P> Request<P> {
     }
 
     // The accessors below read what the block layer's one-line inline accessors read
-    // (`blk_rq_pos`, `blk_rq_bytes`, `blk_rq_nr_phys_segments`, `req_op`): a call to a C wrapper
+    // (`blk_rq_pos`, `blk_rq_bytes`, `req_op`, `rq_for_each_bvec`): a call to a C wrapper
     // for each cost more than the field read, on every I/O.
 
     /// The first sector (512 bytes) the request touches.
@@ -133,23 +131,6 @@ impl<P> Request<P> {
     pub(crate) fn bytes(&self) -> u32 {
         // SAFETY: As above.
         unsafe { (*self.as_raw()).__data_len }
-    }
-
-    /// The number of physical segments of its data; a special payload (one the driver attached)
-    /// counts as one.
-    pub(crate) fn nr_phys_segments(&self) -> u16 {
-        if self.has_special_payload() {
-            return 1;
-        }
-        // SAFETY: As above.
-        unsafe { (*self.as_raw()).nr_phys_segments }
-    }
-
-    /// Whether the data is a special payload the driver attached (`RQF_SPECIAL_PAYLOAD`).
-    fn has_special_payload(&self) -> bool {
-        // SAFETY: As above.
-        let flags = unsafe { (*self.as_raw()).rq_flags };
-        flags & (1 << bindings::rqf_flags___RQF_SPECIAL_PAYLOAD) != 0
     }
 
     /// The operation.
@@ -176,30 +157,21 @@ impl<P> Request<P> {
         pdu_of(self.as_raw()).cast()
     }
 
-    /// Maps the request's data into `sgl`, which has room for `nr_phys_segments()` entries and was
-    /// initialised with `sg_init_table`. Returns the number of entries used.
-    ///
-    /// # Safety
-    ///
-    /// `sgl` points to at least `nr_phys_segments()` initialised entries that nothing else uses.
-    pub(crate) unsafe fn map_sg(&self, sgl: *mut bindings::scatterlist) -> usize {
-        // SAFETY: A live request; room in `sgl` by the safety requirement.
-        let n = unsafe { nvme_rs_rq_map_sg(self.as_raw().cast(), sgl) };
-        n.max(0) as usize
-    }
-
-    /// The CPU address and length of the request's first data segment (`req_bvec`), if it has
-    /// data. When `nr_phys_segments()` is 1, this is all of its data if the length is `bytes()`.
-    pub(crate) fn first_segment(&self) -> Option<(*mut u8, u32)> {
-        // SAFETY: A live request, which the driver holds.
-        if !self.has_special_payload() && unsafe { (*self.as_raw()).bio }.is_null() {
-            return None;
+    /// The request's data, piece by piece: each `bio_vec` of each of its bios
+    /// (`rq_for_each_bvec`). This driver never attaches a special payload (`RQF_SPECIAL_PAYLOAD`):
+    /// its discard ranges go to the device from a pool block.
+    pub(crate) fn data(&self) -> DataPieces<'_> {
+        // SAFETY: A live request, which the driver holds: its bios stay until it ends.
+        let bio = unsafe { (*self.as_raw()).bio };
+        // SAFETY: `bio` is null or a live bio.
+        let (vecs, iter) = unsafe { bio_vectors(bio) };
+        // INVARIANT: The first bio, all of it left, or nothing.
+        DataPieces {
+            bio,
+            vecs,
+            iter,
+            _request: PhantomData,
         }
-        let mut len = 0;
-        // SAFETY: A live request with a special payload or a bio, which is all `req_bvec` reads;
-        // `len` is a valid place to write.
-        let virt = unsafe { nvme_rs_rq_first_bvec(self.as_raw().cast(), &mut len) };
-        Some((virt.cast(), len))
     }
 
     /// Tells blk-mq that the driver started the request (arms its timeout).
@@ -318,14 +290,75 @@ pub(crate) unsafe fn end_batch<P>(iob: *mut c_void, mut f: impl FnMut(&Request<P
     unsafe { bindings::blk_mq_end_request_batch(iob) };
 }
 
-/// The CPU address of the data of a mapped scatterlist entry.
+// `DataPieces` finds data through the linear map, which holds every page only without highmem.
+#[cfg(CONFIG_HIGHMEM)]
+compile_error!("nvme_rs needs a kernel without CONFIG_HIGHMEM");
+
+/// The pieces of a request's data ([`Request::data`]): the CPU address and length of each, in
+/// order.
+///
+/// # Invariants
+///
+/// `bio` is null (with nothing left in `iter`), or a live bio of the request, which the driver
+/// holds and which keeps its bios and their pages until it ends; `iter` is what is left of `bio`'s
+/// vectors, which are at `vecs`.
+pub(crate) struct DataPieces<'r> {
+    bio: *mut bindings::bio,
+    vecs: *const bindings::bio_vec,
+    iter: bindings::bvec_iter,
+    _request: PhantomData<&'r ()>,
+}
+
+/// The vectors of `bio` and an iterator over all of its data; nothing for a null `bio`.
 ///
 /// # Safety
 ///
-/// `sg` is an entry filled by [`Request::map_sg`].
-pub(crate) unsafe fn sg_virt(sg: *mut bindings::scatterlist) -> *mut u8 {
-    // SAFETY: By the safety requirement.
-    unsafe { nvme_rs_sg_virt(sg).cast() }
+/// `bio` is null or a live bio.
+unsafe fn bio_vectors(bio: *mut bindings::bio) -> (*const bindings::bio_vec, bindings::bvec_iter) {
+    if bio.is_null() {
+        return (core::ptr::null(), Default::default());
+    }
+    // SAFETY: A live bio (safety requirement), read without making a reference to it.
+    unsafe { ((*bio).bi_io_vec, (*bio).bi_iter) }
+}
+
+impl Iterator for DataPieces<'_> {
+    type Item = (*mut u8, u32);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while self.iter.bi_size == 0 {
+            if self.bio.is_null() {
+                return None;
+            }
+            // SAFETY: `bio` is a live bio of the request (type invariant); it links the next one,
+            // null after the last.
+            let next = unsafe { (*self.bio).bi_next };
+            // SAFETY: `next` is null or a live bio.
+            let (vecs, iter) = unsafe { bio_vectors(next) };
+            // INVARIANT: The next bio, all of it left, or nothing.
+            self.bio = next;
+            self.vecs = vecs;
+            self.iter = iter;
+        }
+        let (size, index, done) = (self.iter.bi_size, self.iter.bi_idx, self.iter.bi_offset);
+        // SAFETY: Bytes are left, so vector `bi_idx` exists (type invariant).
+        let vec = unsafe { *self.vecs.add(index as usize) };
+        // A vector that does not hold what the iterator says ends the walk; the caller finds fewer
+        // bytes than the request has.
+        let len = vec
+            .bv_len
+            .checked_sub(done)
+            .filter(|&len| len > 0)?
+            .min(size);
+        self.iter.bi_size = size - len;
+        self.iter.bi_idx = index + 1;
+        self.iter.bi_offset = 0;
+        // SAFETY: A page of the request's data. Without highmem (64-bit), `page_address` is the
+        // page's address in the linear map, where a vector's pages (more than one from the offset
+        // on, in a multi-page vector) follow each other, as `bvec_virt` assumes too.
+        let page = unsafe { nvme_rs_page_address(vec.bv_page.cast()) }.cast::<u8>();
+        Some((page.wrapping_add((vec.bv_offset + done) as usize), len))
+    }
 }
 
 /// The parameters of a tag set.

@@ -12,9 +12,8 @@ static_assert((__force u8)BLK_STS_OK == 0 && (__force u8)BLK_STS_NOTSUPP == 1);
 static_assert((__force u8)BLK_STS_TIMEOUT == 2 && (__force u8)BLK_STS_RESOURCE == 9);
 static_assert((__force u8)BLK_STS_IOERR == 10);
 static_assert((__force u32)BLK_FEAT_WRITE_CACHE == 1);
-/* Request::op and Request::nr_phys_segments in src/blk.rs read the fields behind these. */
+/* Request::op in src/blk.rs reads the field behind this. */
 static_assert((__force u32)REQ_OP_MASK == (1 << REQ_OP_BITS) - 1);
-static_assert((__force u32)RQF_SPECIAL_PAYLOAD == 1 << __RQF_SPECIAL_PAYLOAD);
 
 static const struct block_device_operations nvme_rs_block_ops = {
 	.owner = THIS_MODULE,
@@ -29,11 +28,6 @@ struct gendisk *nvme_rs_alloc_disk(struct blk_mq_tag_set *set, struct queue_limi
 const struct block_device_operations *nvme_rs_fops(void)
 {
 	return &nvme_rs_block_ops;
-}
-
-int nvme_rs_rq_map_sg(struct request *rq, struct scatterlist *sgl)
-{
-	return blk_rq_map_sg(rq, sgl);
 }
 
 bool nvme_rs_rq_completed(struct request *rq)
@@ -51,17 +45,9 @@ struct request *nvme_rs_tag_to_rq(struct blk_mq_tags *tags, unsigned int tag)
 	return blk_mq_tag_to_rq(tags, tag);
 }
 
-void *nvme_rs_rq_first_bvec(struct request *rq, unsigned int *len)
+void *nvme_rs_page_address(struct page *page)
 {
-	struct bio_vec bv = req_bvec(rq);
-
-	*len = bv.bv_len;
-	return bvec_virt(&bv);
-}
-
-void *nvme_rs_sg_virt(struct scatterlist *sg)
-{
-	return sg_virt(sg);
+	return page_address(page);
 }
 
 bool nvme_rs_add_to_batch(struct request *rq, struct io_comp_batch *iob, bool is_error,

@@ -8,17 +8,15 @@
 
 #include <linux/blk-mq.h>
 #include <linux/blkdev.h>
-#include <linux/scatterlist.h>
+#include <linux/mm.h>
 
 struct gendisk *nvme_rs_alloc_disk(struct blk_mq_tag_set *set, struct queue_limits *lim,
 				   void *queuedata);
 const struct block_device_operations *nvme_rs_fops(void);
-int nvme_rs_rq_map_sg(struct request *rq, struct scatterlist *sgl);
 bool nvme_rs_rq_completed(struct request *rq);
 bool nvme_rs_should_fake_timeout(struct request_queue *q);
 struct request *nvme_rs_tag_to_rq(struct blk_mq_tags *tags, unsigned int tag);
-void *nvme_rs_rq_first_bvec(struct request *rq, unsigned int *len);
-void *nvme_rs_sg_virt(struct scatterlist *sg);
+void *nvme_rs_page_address(struct page *page);
 bool nvme_rs_add_to_batch(struct request *rq, struct io_comp_batch *iob, bool is_error,
 			  void (*complete)(struct io_comp_batch *iob));
 

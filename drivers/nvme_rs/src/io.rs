@@ -55,10 +55,6 @@ pub(crate) struct IoQueue<'a> {
     sq: SpinLock<SubmissionQueue<'a>>,
     #[pin]
     cq: SpinLockIrq<CompletionQueue<'a>>,
-    /// Scatterlist of the request being mapped: needed only while submitting, so one per queue
-    /// rather than one per request.
-    #[pin]
-    scatter: SpinLock<[bindings::scatterlist; MAX_SEGMENTS]>,
     tags: AtomicPtr<bindings::blk_mq_tags>,
     /// Requests whose segments average at least this many bytes go to the controller as an SGL,
     /// which costs it less than a PRP per page; `None` when the controller has no SGLs.
@@ -100,7 +96,6 @@ impl<'a> IoQueue<'a> {
                 qid,
                 sq <- new_spinlock!(sq, "nvme_rs:sq"),
                 cq <- new_spinlock_irq!(cq, "nvme_rs:cq"),
-                scatter <- new_spinlock!(pin_init::init_zeroed(), "nvme_rs:scatter"),
                 tags: AtomicPtr::new(core::ptr::null_mut()),
                 sgl_threshold,
                 prp_commands: AtomicU64::new(0),
@@ -539,41 +534,41 @@ fn prepare<'a>(
     Ok(())
 }
 
-/// Maps every segment of the request's data for the device; returns how many there are.
+/// Maps the request's data for the device, one mapping for each run of pieces that follow each
+/// other in memory (the segments `blk_rq_map_sg` would make, without its size limits, which are
+/// the scatterlist's); returns how many mappings there are.
 fn map_data<'a>(
     queue: &'a IoQueue<'a>,
     rq: &Request<Pdu<'a>>,
     pdu: &mut Pdu<'a>,
     dir: Direction,
 ) -> Result<usize, Status> {
-    let segments = usize::from(rq.nr_phys_segments());
-    if segments == 0 || segments > MAX_SEGMENTS {
-        return Err(Status::IOERR);
-    }
-    if segments == 1 {
-        // Most small requests: one segment, which is the request's first bio_vec when that holds
-        // all of its bytes. Mapping it directly skips the scatterlist, as the C driver does.
-        if let Some((virt, len)) = rq.first_segment().filter(|&(_, len)| len == rq.bytes()) {
-            // SAFETY: The request's data, as `map_segment` requires.
-            pdu.first = Some(unsafe { map_segment(queue, virt, len, dir) }?);
-            return Ok(1);
+    let mut slots = pdu.slots();
+    let mut mapped = 0;
+    let mut map = |(virt, len)| -> Result<(), Status> {
+        let slot = slots.next().ok_or(Status::IOERR)?;
+        // SAFETY: A run of the request's data, as `map_segment` requires.
+        *slot = Some(unsafe { map_segment(queue, virt, len, dir) }?);
+        mapped += 1;
+        Ok(())
+    };
+    let mut bytes = 0usize;
+    let mut run: Option<(*mut u8, usize)> = None;
+    for (virt, len) in rq.data() {
+        let len = len as usize;
+        bytes += len;
+        match run.as_mut() {
+            Some((start, run_len)) if start.wrapping_add(*run_len) == virt => *run_len += len,
+            _ => {
+                if let Some(done) = run.replace((virt, len)) {
+                    map(done)?;
+                }
+            }
         }
     }
-    let mut scatter = queue.scatter.lock();
-    let sgl = scatter.as_mut_ptr();
-    // SAFETY: `sgl` has room for `MAX_SEGMENTS >= segments` entries, locked for this request.
-    let mapped = unsafe {
-        bindings::sg_init_table(sgl, segments as c_uint);
-        rq.map_sg(sgl)
-    };
-    if mapped == 0 || mapped > segments {
+    map(run.ok_or(Status::IOERR)?)?;
+    if bytes != rq.bytes() as usize {
         return Err(Status::IOERR);
-    }
-    for (i, slot) in pdu.slots().take(mapped).enumerate() {
-        // SAFETY: `i < mapped` entries were filled by `map_sg`, with the request's data.
-        *slot = Some(unsafe {
-            map_segment(queue, blk::sg_virt(sgl.add(i)), (*sgl.add(i)).length, dir)
-        }?);
     }
     Ok(mapped)
 }
@@ -588,20 +583,12 @@ fn map_data<'a>(
 unsafe fn map_segment<'a>(
     queue: &'a IoQueue<'a>,
     virt: *mut u8,
-    len: u32,
+    len: usize,
     dir: Direction,
 ) -> Result<Mapping<'a>, Status> {
     // SAFETY: By the function's safety requirement.
-    unsafe {
-        Mapping::new(
-            queue.ctrl.pdev.as_ref(),
-            virt,
-            len as usize,
-            dir,
-            Attrs::NONE,
-        )
-    }
-    .map_err(|_| Status::RESOURCE)
+    unsafe { Mapping::new(queue.ctrl.pdev.as_ref(), virt, len, dir, Attrs::NONE) }
+        .map_err(|_| Status::RESOURCE)
 }
 
 /// Describes the mapped data with an SGL: one Data Block descriptor in the command, or a Last
