@@ -543,6 +543,14 @@ fn map_data<'a>(
     pdu: &mut Pdu<'a>,
     dir: Direction,
 ) -> Result<usize, Status> {
+    let mut pieces = rq.data();
+    let (virt, len) = pieces.next().ok_or(Status::IOERR)?;
+    if len == rq.bytes() {
+        // Most small requests: one piece holds all of the data.
+        // SAFETY: The request's data, as `map_segment` requires.
+        pdu.first = Some(unsafe { map_segment(queue, virt, len as usize, dir) }?);
+        return Ok(1);
+    }
     let mut slots = pdu.slots();
     let mut mapped = 0;
     let mut map = |(virt, len)| -> Result<(), Status> {
@@ -552,21 +560,18 @@ fn map_data<'a>(
         mapped += 1;
         Ok(())
     };
-    let mut bytes = 0usize;
-    let mut run: Option<(*mut u8, usize)> = None;
-    for (virt, len) in rq.data() {
+    let mut bytes = len as usize;
+    let mut run = (virt, len as usize);
+    for (virt, len) in pieces {
         let len = len as usize;
         bytes += len;
-        match run.as_mut() {
-            Some((start, run_len)) if start.wrapping_add(*run_len) == virt => *run_len += len,
-            _ => {
-                if let Some(done) = run.replace((virt, len)) {
-                    map(done)?;
-                }
-            }
+        if run.0.wrapping_add(run.1) == virt {
+            run.1 += len;
+        } else {
+            map(core::mem::replace(&mut run, (virt, len)))?;
         }
     }
-    map(run.ok_or(Status::IOERR)?)?;
+    map(run)?;
     if bytes != rq.bytes() as usize {
         return Err(Status::IOERR);
     }
