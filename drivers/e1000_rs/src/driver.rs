@@ -328,17 +328,19 @@ impl E1000<'_> {
 
     /// `ndo_stop`: no interrupt, no DMA, no buffer left.
     pub(crate) fn stop(&self) {
-        // Waits for a transmit in progress.
-        self.netdev.disable_transmit();
+        self.netdev.stop_queue();
         self.running.store(false, Ordering::Release);
         reset(&self.bar);
         // SAFETY: `irq` is requested (type invariant); this waits for a running handler.
         unsafe { bindings::synchronize_irq(self.irq) };
         self.netdev.napi().disable();
+        // Only a poll wakes the queue: once NAPI is disabled, this waits for the last transmit and
+        // none follows.
+        self.netdev.disable_transmit();
         self.netdev.set_carrier(false);
         // The device no longer owns any descriptor: unmap and free everything.
-        // SAFETY: Neither `xmit` nor `poll` runs: transmit and NAPI are disabled, which waited for
-        // both.
+        // SAFETY: Neither `xmit` nor `poll` runs, nor can start: both were disabled above, which
+        // waited for them.
         unsafe { self.rings.set(None) };
         self.netdev.reset_queue();
     }
