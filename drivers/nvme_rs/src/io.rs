@@ -658,48 +658,52 @@ fn build_prps<'a>(
             return Ok(());
         }
     }
-    let maps = pdu.mappings();
-    let count = maps.clone().count();
-    // Every page the data touches, in order: only the first may start at an offset, and only the
-    // last may end early (the disk's virtual boundary guarantees it; check it all the same).
+    // Every page the data touches, in order, in one pass: PRP1, then PRP2, or from the third page
+    // on a PRP list that PRP2 points at and that starts with the second page. Only the first
+    // mapping may start at an offset and only the last may end early (the disk's virtual
+    // boundary guarantees it; check it all the same).
     let mut pages = 0usize;
-    for (i, map) in maps.clone().enumerate() {
+    let mut second = 0;
+    let mut list: Option<PoolBlock<'a, 'a, u64>> = None;
+    let mut previous_end = None;
+    for map in pdu.mappings() {
         let (start, end) = (map.dma_handle(), map.dma_handle() + map.len() as u64);
-        if (i > 0 && start % PAGE != 0) || (i + 1 < count && end % PAGE != 0) {
+        if previous_end.is_some_and(|previous: u64| previous % PAGE != 0 || start % PAGE != 0) {
             return Err(Status::IOERR);
         }
-        pages += (end.div_ceil(PAGE) - start / PAGE) as usize;
-    }
-    if pages > PRP_LIST_ENTRIES + 1 {
-        return Err(Status::IOERR);
-    }
-    let page_addresses = maps.flat_map(|map| {
-        let start = map.dma_handle();
-        let end = start + map.len() as u64;
-        let first = start / PAGE;
-        (first..end.div_ceil(PAGE)).map(move |page| if page == first { start } else { page * PAGE })
-    });
-    let mut list = if pages > 2 {
-        Some(
-            queue
-                .ctrl
-                .prp_pool
-                .alloc_unzeroed(Gfp::ATOMIC | Gfp::NOWARN)
-                .map_err(|_| Status::RESOURCE)?,
-        )
-    } else {
-        None
-    };
-    for (k, address) in page_addresses.enumerate() {
-        match (k, list.as_mut()) {
-            (0, _) => command.prp1 = address,
-            (_, Some(list)) => list.write(k - 1, address).map_err(|_| Status::IOERR)?,
-            (_, None) => command.prp2 = address,
+        previous_end = Some(end);
+        let mut page = start;
+        while page < end {
+            match pages {
+                0 => command.prp1 = page,
+                1 => second = page,
+                _ => {
+                    let list = match list.as_mut() {
+                        Some(list) => list,
+                        None => {
+                            let mut new = queue
+                                .ctrl
+                                .prp_pool
+                                .alloc_unzeroed(Gfp::ATOMIC | Gfp::NOWARN)
+                                .map_err(|_| Status::RESOURCE)?;
+                            new.write(0, second).map_err(|_| Status::IOERR)?;
+                            list.insert(new)
+                        }
+                    };
+                    // Beyond the list's end for a request larger than the disk's limit.
+                    list.write(pages - 1, page).map_err(|_| Status::IOERR)?;
+                }
+            }
+            pages += 1;
+            page = (page / PAGE + 1) * PAGE;
         }
     }
-    if let Some(list) = list {
-        command.prp2 = list.dma_handle();
-        pdu.list = Some(list);
+    match list {
+        Some(list) => {
+            command.prp2 = list.dma_handle();
+            pdu.list = Some(list);
+        }
+        None => command.prp2 = second,
     }
     Ok(())
 }
