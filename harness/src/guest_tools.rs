@@ -1,4 +1,5 @@
-//! Small static programs for the guest, built from `harness/guest/tools/<name>.c` with the host's gcc.
+//! Small static programs for the guest, built from `harness/guest/tools/<name>.c` with the host's gcc,
+//! and QEMU plugins from `harness/qemu-plugins/<name>.c`.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -8,29 +9,55 @@ use crate::{err, Env, Result};
 
 /// Builds the guest tool `name` (when its source is newer than the binary) and returns the binary.
 pub fn guest_tool(name: &str) -> Result<PathBuf> {
+    build(
+        "harness/guest/tools",
+        name,
+        "target/guest-tools",
+        name,
+        &["-static"],
+    )
+}
+
+/// Builds the QEMU plugin `harness/qemu-plugins/<name>.c` (when its source is newer) and returns
+/// the shared object.
+pub fn qemu_plugin(name: &str) -> Result<PathBuf> {
+    build(
+        "harness/qemu-plugins",
+        name,
+        "target/qemu-plugins",
+        &format!("{name}.so"),
+        &["-shared", "-fPIC"],
+    )
+}
+
+fn build(
+    source_dir: &str,
+    name: &str,
+    out_dir: &str,
+    file: &str,
+    flags: &[&str],
+) -> Result<PathBuf> {
     static BUILDING: Mutex<()> = Mutex::new(());
     let _one = BUILDING.lock().unwrap_or_else(|e| e.into_inner());
     let env = Env::get()?;
-    let source = env
-        .root
-        .join("harness/guest/tools")
-        .join(format!("{name}.c"));
-    let out_dir = env.root.join("target/guest-tools");
-    let binary = out_dir.join(name);
+    let source = env.root.join(source_dir).join(format!("{name}.c"));
+    let out_dir = env.root.join(out_dir);
+    let binary = out_dir.join(file);
     let modified = |p: &PathBuf| std::fs::metadata(p).and_then(|m| m.modified()).ok();
     if modified(&binary).is_some() && modified(&binary) >= modified(&source) {
         return Ok(binary);
     }
     std::fs::create_dir_all(&out_dir)?;
     let out = Command::new("gcc")
-        .args(["-static", "-O2", "-Wall", "-Werror", "-o"])
+        .args(flags)
+        .args(["-O2", "-Wall", "-Werror", "-o"])
         .arg(&binary)
         .arg(&source)
         .output()
-        .map_err(|e| err!("cannot run gcc for guest tool {name}: {e}"))?;
+        .map_err(|e| err!("cannot run gcc for {name}: {e}"))?;
     if !out.status.success() {
         return Err(err!(
-            "building guest tool {name} failed:\n{}",
+            "building {name} failed:\n{}",
             String::from_utf8_lossy(&out.stderr)
         ));
     }

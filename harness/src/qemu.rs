@@ -59,6 +59,9 @@ pub enum Drive {
     },
 }
 
+/// Where the instruction counter of a VM writes the count at each mark, one line each.
+pub(crate) const INSTRUCTIONS_LOG: &str = "instructions.log";
+
 /// One VM of a scenario.
 #[derive(Debug, Clone)]
 pub struct Vm {
@@ -78,6 +81,7 @@ pub struct Vm {
     pub(crate) nvme: Vec<Vec<Drive>>,
     pub(crate) timeout: Duration,
     pub(crate) debug_checks: bool,
+    pub(crate) count_instructions: bool,
 }
 
 impl Vm {
@@ -100,6 +104,7 @@ impl Vm {
             nvme: Vec::new(),
             timeout: Duration::from_secs(180),
             debug_checks: true,
+            count_instructions: false,
         }
     }
 
@@ -126,6 +131,14 @@ impl Vm {
     /// the depth of the caller's stack; tests keep them on.
     pub fn without_debug_checks(mut self) -> Vm {
         self.debug_checks = false;
+        self
+    }
+
+    /// Counts the guest instructions executed between the guest's `mark` commands (a QEMU plugin,
+    /// `harness/qemu-plugins/insn_count.c`): see [`crate::VmOutcome::instruction_marks`].
+    pub fn count_instructions(mut self) -> Vm {
+        self.count_instructions = true;
+        self.tools.push("mark".to_string());
         self
     }
 
@@ -207,12 +220,14 @@ impl Vm {
         self
     }
 
-    /// The QEMU arguments for this VM; files it needs are created in `dir`.
+    /// The QEMU arguments for this VM; files it needs are created in `dir`. `plugin` is the
+    /// instruction counter, when the VM counts instructions.
     pub(crate) fn qemu_args(
         &self,
         dir: &Path,
         bzimage: &Path,
         initrd: &Path,
+        plugin: Option<&Path>,
     ) -> std::io::Result<Vec<String>> {
         let path = |name: &str| dir.join(name).display().to_string();
         let mut append = vec![
@@ -265,6 +280,12 @@ impl Vm {
             "-qmp".into(),
             format!("unix:{},server=on,wait=off", path("qmp.sock")),
         ]);
+        if let Some(plugin) = plugin {
+            args.extend([
+                "-plugin".into(),
+                format!("{},out={}", plugin.display(), path(INSTRUCTIONS_LOG)),
+            ]);
+        }
         if self.machine == Machine::Q35Iommu {
             args.extend(["-device".into(), "intel-iommu,intremap=on".into()]);
         }

@@ -95,6 +95,22 @@ impl VmOutcome {
         }
     }
 
+    /// The guest instructions executed up to each `mark` of a VM that counted them
+    /// ([`crate::Vm::count_instructions`]), in order.
+    pub fn instruction_marks(&self) -> Result<Vec<u64>> {
+        let log = self
+            .console_log
+            .with_file_name(crate::qemu::INSTRUCTIONS_LOG);
+        let text = std::fs::read_to_string(&log)
+            .map_err(|e| err!("{}: cannot read {}: {e}", self.name, log.display()))?;
+        text.lines()
+            .map(|line| {
+                line.parse()
+                    .map_err(|_| err!("{}: bad line {line:?} in {}", self.name, log.display()))
+            })
+            .collect()
+    }
+
     /// A `# key=value` diagnostic the guest reported, or a panic naming the log.
     pub fn diagnostic(&self, key: &str) -> &str {
         self.ktap.diagnostic(key).unwrap_or_else(|| {
@@ -193,7 +209,11 @@ impl Scenario {
         std::fs::create_dir_all(&dir)?;
         let initrd = dir.join("initramfs.cpio");
         self.initramfs(env, &vm, &initrd)?;
-        let args = vm.qemu_args(&dir, &env.bzimage(), &initrd)?;
+        let plugin = match vm.count_instructions {
+            true => Some(crate::guest_tools::qemu_plugin("insn_count")?),
+            false => None,
+        };
+        let args = vm.qemu_args(&dir, &env.bzimage(), &initrd, plugin.as_deref())?;
         std::fs::write(dir.join("qemu.cmdline"), shell_words(&args))?;
         let log = File::create(dir.join("qemu.log"))?;
         let child = Command::new("qemu-system-x86_64")
