@@ -7,10 +7,11 @@
  *   blkio fill DEV SEED MIB [OFFSET_MIB]    write the SEED pattern over MIB MiB from OFFSET_MIB MiB
  *                                           in 1 MiB writes, then fsync
  *   blkio verify DEV SEED MIB [OFFSET_MIB]  read the same range back, count bad 512-byte sectors
- *   blkio bench DEV MODE BS QD SECONDS [SPAN_MIB]
+ *   blkio bench DEV[,DEV...] MODE BS QD SECONDS [SPAN_MIB]
  *                                           MODE randread|seqread|seqwrite, BS bytes per request,
  *                                           QD requests kept in flight, over the first SPAN_MIB MiB
- *                                           (default and cap: the device size)
+ *                                           (default and cap: the device size); several devices
+ *                                           one after the other, with the same buffers
  *   blkio hammer DEV SECONDS                4 KiB reads, each written back, at random offsets in
  *                                           the first 64 MiB until an I/O error or SECONDS pass
  *
@@ -18,8 +19,8 @@
  * sector checks on its own and data from the wrong LBA or from another seed never matches.
  *
  * Output (stdout): "fill bytes=N seconds=S", "verify bytes=N mismatches=M seconds=S" (plus
- * "first_mismatch offset=N"), "bench mode=M bs=B qd=Q ios=N bytes=N seconds=S iops=X mbps=Y
- * errors=E", "hammer ios=N errors=E last_errno=NAME|NUMBER|0|short|hung".
+ * "first_mismatch offset=N"), "bench dev=D mode=M bs=B qd=Q ios=N bytes=N seconds=S iops=X
+ * mbps=Y errors=E" (one per device), "hammer ios=N errors=E last_errno=NAME|NUMBER|0|short|hung".
  *
  * Exit codes: 0 success; 1 I/O error, mismatch, or a request that never completed; 2 bad
  * arguments or setup failure (open, memory, io_setup); hammer: 0 when it ended on an I/O error
@@ -59,9 +60,11 @@ static const char usage_text[] =
 	"  blkio fill DEV SEED MIB [OFFSET_MIB]    write the SEED pattern over MIB MiB from\n"
 	"                                          OFFSET_MIB MiB (default 0), then fsync\n"
 	"  blkio verify DEV SEED MIB [OFFSET_MIB]  read it back, count bad 512-byte sectors\n"
-	"  blkio bench DEV MODE BS QD SECONDS [SPAN_MIB]\n"
+	"  blkio bench DEV[,DEV...] MODE BS QD SECONDS [SPAN_MIB]\n"
 	"        MODE randread|seqread|seqwrite, BS multiple of 512 (max 8 MiB), QD 1..256,\n"
-	"        SECONDS up to 600 (decimals allowed), SPAN_MIB default and cap: the device size\n"
+	"        SECONDS up to 600 (decimals allowed), SPAN_MIB default and cap: the device size;\n"
+	"        devices one after the other with the same buffers (BLKIO_MARK set: mark each run\n"
+	"        for the harness's instruction counter)\n"
 	"  blkio hammer DEV SECONDS                4 KiB read+write-back in the first 64 MiB\n"
 	"                                          until an I/O error or SECONDS pass\n"
 	"SEED: decimal or 0x-hex 64-bit number. MIB, OFFSET_MIB, SPAN_MIB: decimal MiB.\n"
@@ -482,45 +485,32 @@ static void bench_reap(struct bench *b, double seconds)
 	}
 }
 
-/* argv = bench DEV MODE BS QD SECONDS [SPAN_MIB] */
-static int cmd_bench(int argc, char **argv)
+/*
+ * With BLKIO_MARK set, executes `xchg %bx,%bx` (a no-op) around each device's run: the harness's
+ * instruction counter (harness/qemu-plugins/insn_count.c) records its count at each one.
+ */
+static void mark(int enabled)
 {
-	uint64_t size, span_mib = 0, i;
-	double seconds, start, deadline, elapsed;
-	struct bench *b;
+#if defined(__x86_64__) || defined(__i386__)
+	if (enabled)
+		__asm__ volatile("xchg %%bx, %%bx" ::: "memory");
+#endif
+}
+
+/* One device's run over the buffers in b; prints its line. Returns the exit code. */
+static int bench_device(struct bench *b, const char *dev, uint64_t span_mib, double seconds,
+			int marks)
+{
+	double start, deadline, elapsed;
+	uint64_t size, i;
 	int stuck;
 
-	if (argc != 6 && argc != 7)
-		return usage("%s takes DEV MODE BS QD SECONDS [SPAN_MIB]", argv[0]);
-	b = calloc(1, sizeof(*b));
-	if (!b) {
-		fprintf(stderr, "blkio: bench: out of memory\n");
-		return 2;
-	}
-	for (i = 0; i < 3 && strcmp(argv[2], mode_names[i]); i++)
-		;
-	if (i == 3)
-		return usage("bad MODE '%s': want randread, seqread or seqwrite", argv[2]);
-	b->mode = i;
-	if (parse_u64(argv[3], 0, SECTOR, MAX_BS, &b->bs) || b->bs % SECTOR)
-		return usage("bad BS '%s': want a multiple of 512 bytes, at most 8388608", argv[3]);
-	if (parse_u64(argv[4], 0, 1, MAX_QD, &b->qd))
-		return usage("bad QD '%s': want 1..256", argv[4]);
-	if (b->bs * b->qd > MAX_BUFFERS)
-		return usage("BS * QD is over 256 MiB of buffers%s", "");
-	if (parse_seconds(argv[5], &seconds))
-		return usage("bad SECONDS '%s': want a decimal number, more than 0, at most 600",
-			     argv[5]);
-	if (argc == 7 && parse_u64(argv[6], 0, 1, MAX_MIB, &span_mib))
-		return usage("bad SPAN_MIB '%s': want a decimal number of MiB, 1..16777216",
-			     argv[6]);
-
-	b->fd = open_device("bench", argv[1], b->mode == SEQWRITE ? O_WRONLY : O_RDONLY);
+	b->fd = open_device("bench", dev, b->mode == SEQWRITE ? O_WRONLY : O_RDONLY);
 	if (b->fd < 0)
 		return 2;
 	size = device_size(b->fd);
 	if (!size) {
-		fprintf(stderr, "blkio: bench: cannot tell the size of %s\n", argv[1]);
+		fprintf(stderr, "blkio: bench: cannot tell the size of %s\n", dev);
 		return 2;
 	}
 	b->span = span_mib && span_mib * MIB < size ? span_mib * MIB : size;
@@ -530,22 +520,20 @@ static int cmd_bench(int argc, char **argv)
 			b->span);
 		return 2;
 	}
-	for (i = 0; i < b->qd; i++) {
-		b->bufs[i] = aligned_buffer(b->bs);
-		if (!b->bufs[i]) {
-			fprintf(stderr, "blkio: bench: out of memory\n");
-			return 2;
-		}
-		/* Constant and non-zero, so dropped writes are not mistaken for zeroes. */
-		memset(b->bufs[i], 0xa5, b->bs);
-	}
+	b->ctx = 0;
 	if (aio_setup(b->qd, &b->ctx)) {
 		fprintf(stderr, "blkio: bench: io_setup(%" PRIu64 "): %s\n", b->qd,
 			strerror(errno));
 		return 2;
 	}
 	b->rng = 0x2545f4914f6cdd1dULL;	/* fixed, so runs read the same offsets */
+	b->next_seq = 0;
+	b->ios = b->bytes = b->errors = b->in_flight = 0;
+	b->stop = 0;
+	for (i = 0; i < b->qd; i++)
+		b->state[i] = IDLE;
 
+	mark(marks);
 	start = now();
 	deadline = start + seconds;
 	while (!b->stop) {
@@ -572,21 +560,83 @@ static int cmd_bench(int argc, char **argv)
 		bench_reap(b, left < 1 ? left : 1);
 	}
 	elapsed = now() - start;
+	mark(marks);
 	stuck = b->in_flight != 0;
 	if (stuck) {
 		fprintf(stderr, "blkio: bench: %" PRIu64 " requests still in flight %.0f s after "
 			"stopping\n", b->in_flight, REAP_LIMIT);
 		b->errors += b->in_flight;
 	}
-	printf("bench mode=%s bs=%" PRIu64 " qd=%" PRIu64 " ios=%" PRIu64 " bytes=%" PRIu64
-	       " seconds=%.3f iops=%.1f mbps=%.2f errors=%" PRIu64 "\n", mode_names[b->mode], b->bs,
-	       b->qd, b->ios, b->bytes, elapsed, b->ios / elapsed, b->bytes / 1e6 / elapsed,
-	       b->errors);
+	printf("bench dev=%s mode=%s bs=%" PRIu64 " qd=%" PRIu64 " ios=%" PRIu64 " bytes=%" PRIu64
+	       " seconds=%.3f iops=%.1f mbps=%.2f errors=%" PRIu64 "\n", dev, mode_names[b->mode],
+	       b->bs, b->qd, b->ios, b->bytes, elapsed, b->ios / elapsed,
+	       b->bytes / 1e6 / elapsed, b->errors);
 	/* The kernel waits for hung requests when the context goes away; the line is out first. */
 	fflush(stdout);
-	if (!stuck)
-		aio_destroy(b->ctx);
+	if (stuck)
+		return 1;
+	aio_destroy(b->ctx);
+	close(b->fd);
 	return b->errors ? 1 : 0;
+}
+
+/*
+ * argv = bench DEV[,DEV...] MODE BS QD SECONDS [SPAN_MIB]. Several devices are measured one after
+ * the other with the same buffers: the buffers' physical pages decide how many segments a request
+ * has, so separate processes would not give the devices' drivers the same work.
+ */
+static int cmd_bench(int argc, char **argv)
+{
+	uint64_t span_mib = 0, i;
+	double seconds;
+	struct bench *b;
+	char *devs, *dev, *save = NULL;
+	int marks = getenv("BLKIO_MARK") != NULL, rc = 0;
+
+	if (argc != 6 && argc != 7)
+		return usage("%s takes DEV[,DEV...] MODE BS QD SECONDS [SPAN_MIB]", argv[0]);
+	b = calloc(1, sizeof(*b));
+	devs = strdup(argv[1]);
+	if (!b || !devs) {
+		fprintf(stderr, "blkio: bench: out of memory\n");
+		return 2;
+	}
+	for (i = 0; i < 3 && strcmp(argv[2], mode_names[i]); i++)
+		;
+	if (i == 3)
+		return usage("bad MODE '%s': want randread, seqread or seqwrite", argv[2]);
+	b->mode = i;
+	if (parse_u64(argv[3], 0, SECTOR, MAX_BS, &b->bs) || b->bs % SECTOR)
+		return usage("bad BS '%s': want a multiple of 512 bytes, at most 8388608", argv[3]);
+	if (parse_u64(argv[4], 0, 1, MAX_QD, &b->qd))
+		return usage("bad QD '%s': want 1..256", argv[4]);
+	if (b->bs * b->qd > MAX_BUFFERS)
+		return usage("BS * QD is over 256 MiB of buffers%s", "");
+	if (parse_seconds(argv[5], &seconds))
+		return usage("bad SECONDS '%s': want a decimal number, more than 0, at most 600",
+			     argv[5]);
+	if (argc == 7 && parse_u64(argv[6], 0, 1, MAX_MIB, &span_mib))
+		return usage("bad SPAN_MIB '%s': want a decimal number of MiB, 1..16777216",
+			     argv[6]);
+	for (i = 0; i < b->qd; i++) {
+		b->bufs[i] = aligned_buffer(b->bs);
+		if (!b->bufs[i]) {
+			fprintf(stderr, "blkio: bench: out of memory\n");
+			return 2;
+		}
+		/* Constant and non-zero, so dropped writes are not mistaken for zeroes. */
+		memset(b->bufs[i], 0xa5, b->bs);
+	}
+	for (dev = strtok_r(devs, ",", &save); dev && rc < 2; dev = strtok_r(NULL, ",", &save)) {
+		int r = bench_device(b, dev, span_mib, seconds, marks);
+
+		if (r > rc)
+			rc = r;
+		/* A request that never completed leaves its context and device behind: stop. */
+		if (r == 1 && b->in_flight)
+			break;
+	}
+	return rc;
 }
 
 /*

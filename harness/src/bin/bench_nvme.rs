@@ -3,14 +3,21 @@
 //! one is bound to nvme_rs and one to the C driver. Every figure is measured on both drivers back to
 //! back, round after round (the order alternating every round, and which controller of a pair
 //! each driver gets every other round), so both see the same VM, boot, slots and host load; the
-//! figure reported is the median of the per-round ratios.
+//! figure reported is the median of the per-round ratios. One `blkio` process measures both, with
+//! the same buffers: how many segments a request has depends on whether its buffer's pages are
+//! contiguous, so buffers of their own would give the two drivers different work.
 //!
 //! The VM boots with kmemleak and DMA-API debugging off (`Vm::without_debug_checks`): on the test
 //! kernel their stack walks were most of the instructions of a 4k read, for either driver.
 //!
 //! The tool runs on CPU 0, so that both drivers serve it from the same hardware queue and CPU.
 //!
-//! Run through `scripts/bench-nvme.sh [ROUNDS] [SECONDS]`.
+//! With `--instructions`, the VM counts guest instructions instead (`Vm::count_instructions`, a
+//! QEMU plugin) and the figures are instructions per I/O: what each driver costs the guest's CPUs,
+//! exact where the timings move by tens of percent from round to round. The counter slows the VM
+//! down, so throughput is not reported then.
+//!
+//! Run through `scripts/bench-nvme.sh [--instructions] [ROUNDS] [SECONDS]`.
 
 use harness::{
     nvme::{self, BIND_ALTERNATELY},
@@ -70,7 +77,7 @@ const FIGURES: [Figure; 4] = [
 
 const BACKENDS: [&str; 2] = ["null", "file"];
 
-fn script(rounds: u32, seconds: u32) -> String {
+fn script(rounds: u32, seconds: u32, count: bool) -> String {
     let mut s = format!(
         r#"
 set -- $(for d in /sys/bus/pci/devices/*; do
@@ -104,6 +111,9 @@ bound=first
 name_disks first
 export file_rs file_c
 check fill-file-backends sh -c 'blkio fill /dev/$file_rs 7 {SPAN_MIB} && blkio fill /dev/$file_c 7 {SPAN_MIB}'
+# With instruction counting, blkio marks the start and the end of each device's run.
+marks=0
+if [ {count} = true ]; then export BLKIO_MARK=1; fi
 round=0
 while [ $round -lt {rounds} ]; do
     # Who goes first alternates every round, the slots every other round.
@@ -118,12 +128,20 @@ while [ $round -lt {rounds} ]; do
     for backend in BACKENDS {
         for f in &FIGURES {
             let field = if f.iops { "iops" } else { "mbps" };
+            // One blkio process measures both drivers, one after the other in `$order`, with the
+            // same buffers (see blkio.c).
             s += &format!(
-                r#"    for driver in $order; do
+                r#"    devs=""
+    for driver in $order; do eval dev=\$"{backend}_$driver"; devs="$devs,/dev/$dev"; done
+    out=$(taskset 1 blkio bench ${{devs#,}} {mode} {bs} {qd} {seconds} {SPAN_MIB})
+    echo "$out" >/dev/kmsg
+    for driver in $order; do
         eval dev=\$"{backend}_$driver"
-        out=$(taskset 1 blkio bench /dev/$dev {mode} {bs} {qd} {seconds} {SPAN_MIB})
-        echo "$out" >/dev/kmsg
-        diag "round$round.{backend}.{key}.$driver=$(echo "$out" | sed -n 's/.* {field}=\([0-9.]*\).*/\1/p')"
+        line=$(echo "$out" | grep " dev=/dev/$dev ")
+        marks=$((marks + 2))
+        diag "round$round.{backend}.{key}.$driver=$(echo "$line" | sed -n 's/.* {field}=\([0-9.]*\).*/\1/p')"
+        diag "round$round.{backend}.{key}.$driver.ios=$(echo "$line" | sed -n 's/.* ios=\([0-9]*\).*/\1/p')"
+        diag "round$round.{backend}.{key}.$driver.mark=$marks"
     done
 "#,
                 mode = f.mode,
@@ -141,22 +159,37 @@ check benchmark-done true
 }
 
 fn main() {
-    let mut args = std::env::args().skip(1);
-    let rounds: u32 = args.next().and_then(|a| a.parse().ok()).unwrap_or(11);
+    let mut args = std::env::args().skip(1).peekable();
+    let count = args.next_if(|a| a == "--instructions").is_some();
+    let rounds: u32 = args
+        .next()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(if count { 2 } else { 11 });
     let seconds: u32 = args.next().and_then(|a| a.parse().ok()).unwrap_or(2);
     let null = || vec![Drive::Null { size: 1024 * MIB }];
     let file = || vec![Drive::Raw { size: 1024 * MIB }];
-    let vm = nvme::vm("dut")
+    let mut vm = nvme::vm("dut")
         .nvme(null())
         .nvme(null())
         .nvme(file())
         .nvme(file())
         .without_debug_checks()
-        .script(&format!("{BIND_ALTERNATELY}{}", script(rounds, seconds)))
+        .script(&format!(
+            "{BIND_ALTERNATELY}{}",
+            script(rounds, seconds, count)
+        ))
         .timeout(std::time::Duration::from_secs(3600));
+    if count {
+        vm = vm.count_instructions();
+    }
     println!(
         "nvme benchmark: {rounds} rounds, {seconds} s per figure and driver, {SPAN_MIB} MiB span, \
-         2 vCPUs, blkio (Linux AIO, O_DIRECT), kmemleak and DMA-API debugging off"
+         2 vCPUs, blkio (Linux AIO, O_DIRECT), kmemleak and DMA-API debugging off{}",
+        if count {
+            "; guest instructions per I/O (lower is better)"
+        } else {
+            ""
+        }
     );
     let outcome = match Scenario::new("bench-nvme").vm(vm).run() {
         Ok(o) => o,
@@ -166,6 +199,14 @@ fn main() {
         }
     };
     let dut = outcome.vm("dut");
+    let marks = if count {
+        dut.instruction_marks().unwrap_or_else(|e| {
+            eprintln!("{e}");
+            std::process::exit(1);
+        })
+    } else {
+        Vec::new()
+    };
     println!();
     println!("{}", Paired::header("C nvme", "nvme_rs"));
     for backend in BACKENDS {
@@ -173,9 +214,23 @@ fn main() {
             let values = |driver: &str| -> Vec<f64> {
                 (0..rounds)
                     .filter_map(|round| {
-                        dut.ktap
-                            .diagnostic(&format!("round{round}.{backend}.{}.{driver}", f.key))
-                            .and_then(|v| v.parse::<f64>().ok())
+                        let get = |suffix: &str| {
+                            dut.ktap
+                                .diagnostic(&format!(
+                                    "round{round}.{backend}.{}.{driver}{suffix}",
+                                    f.key
+                                ))
+                                .and_then(|v| v.parse::<f64>().ok())
+                        };
+                        if !count {
+                            return get("");
+                        }
+                        // The run lies between marks `mark - 1` and `mark` (counted from 1).
+                        let mark = get(".mark")? as usize;
+                        let ios = get(".ios").filter(|&ios| ios > 0.0)?;
+                        let (before, after) =
+                            (marks.get(mark.checked_sub(2)?)?, marks.get(mark - 1)?);
+                        Some(after.checked_sub(*before)? as f64 / ios)
                     })
                     .collect()
             };
@@ -191,7 +246,13 @@ fn main() {
                 );
                 std::process::exit(1);
             }
-            println!("{}", paired.line(&format!("{backend:<5} {}", f.label)));
+            let label = if count {
+                f.label
+                    .replace(if f.iops { "(IOPS)" } else { "(MB/s)" }, "(insns/IO)")
+            } else {
+                f.label.to_string()
+            };
+            println!("{}", paired.line(&format!("{backend:<5} {label}")));
         }
     }
 }
