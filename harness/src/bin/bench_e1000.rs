@@ -4,17 +4,27 @@
 //! figure reported is the median of the per-round ratios (`harness::stats`). Both VMs boot with
 //! kmemleak and DMA-API debugging off (`Vm::without_debug_checks`), as a benchmark should.
 //!
-//! Run through `scripts/bench-e1000.sh [ROUNDS]`.
+//! With `--instructions`, the DUT counts guest instructions instead (`Vm::count_instructions`, a
+//! QEMU plugin), and the figures are what each driver costs the DUT's CPUs: instructions per MiB sent
+//! and received and per ping, exact where the timings move by tens of percent between rounds.
+//!
+//! Run through `scripts/bench-e1000.sh [--instructions] [ROUNDS]`.
 
 use harness::{stats::Paired, Scenario, SocketLink, Vm};
 
 const MIB: u32 = 32;
 
-fn dut_script(rounds: u32) -> String {
+/// Pings per round and driver.
+const PINGS: u32 = 200;
+
+fn dut_script(rounds: u32, count: bool) -> String {
     format!(
         r#"
 export PEER=169.254.0.2
 dd if=/dev/urandom of=/tmp/data bs=1M count={MIB} 2>/dev/null
+# With instruction counting, `mark` records the count before and after each measurement.
+marks=0
+measure_mark() {{ if [ {count} = true ]; then mark; marks=$((marks + 1)); fi; }}
 round=0
 n=0
 while [ $round -lt {rounds} ]; do
@@ -31,12 +41,21 @@ while [ $round -lt {rounds} ]; do
     wait_for 10 test -d /sys/class/net/eth0
     ip link set eth0 up && ip addr add 169.254.0.1/16 dev eth0
     wait_for 30 ping -c 1 -W 1 $PEER
-    rtt=$(ping -c 200 -i 0.01 $PEER | sed -n 's|.*min/avg/max = [0-9.]*/\([0-9.]*\)/.*|\1|p')
+    measure_mark
+    rtt=$(ping -c {PINGS} -i 0.01 $PEER | sed -n 's|.*min/avg/max = [0-9.]*/\([0-9.]*\)/.*|\1|p')
+    measure_mark
     diag "round$round.$driver.rtt_ms=$rtt"
+    diag "round$round.$driver.ping_mark=$marks"
     diag "round$round.$driver.transfer=$n"
+    measure_mark
     netpipe send $PEER 6001 </tmp/data 2>/dev/null
+    measure_mark
+    diag "round$round.$driver.tx_mark=$marks"
+    measure_mark
     rx=$(netpipe recv 6002 2>&1 >/dev/null)
+    measure_mark
     diag "round$round.$driver.rx=$rx"
+    diag "round$round.$driver.rx_mark=$marks"
     rmmod $module
     n=$((n + 1))
   done
@@ -81,20 +100,25 @@ fn mbps(report: &str) -> Option<f64> {
 }
 
 fn main() {
-    let rounds: u32 = std::env::args()
-        .nth(1)
+    let mut args = std::env::args().skip(1).peekable();
+    let count = args.next_if(|a| a == "--instructions").is_some();
+    let rounds: u32 = args
+        .next()
         .and_then(|a| a.parse().ok())
-        .unwrap_or(7);
+        .unwrap_or(if count { 2 } else { 7 });
     let link = SocketLink::new().expect("free ports");
-    let dut = Vm::new("dut")
+    let mut dut = Vm::new("dut")
         .memory_mib(768)
         .module("drivers/e1000_rs")
         .kernel_module("drivers/net/ethernet/intel/e1000/e1000.ko")
         .tool("netpipe")
         .nic("e1000", link.listen())
         .without_debug_checks()
-        .script(&dut_script(rounds))
+        .script(&dut_script(rounds, count))
         .timeout(std::time::Duration::from_secs(1800));
+    if count {
+        dut = dut.count_instructions();
+    }
     let peer = Vm::new("peer")
         .memory_mib(768)
         .kernel_module("drivers/net/ethernet/intel/e1000/e1000.ko")
@@ -104,8 +128,13 @@ fn main() {
         .script(&peer_script(rounds))
         .timeout(std::time::Duration::from_secs(1800));
     println!(
-        "e1000 benchmark: {rounds} rounds per driver, {MIB} MiB each way per round, 200 pings per \
-         round, kmemleak and DMA-API debugging off"
+        "e1000 benchmark: {rounds} rounds per driver, {MIB} MiB each way per round, {PINGS} pings \
+         per round, kmemleak and DMA-API debugging off{}",
+        if count {
+            "; guest instructions on the DUT (lower is better)"
+        } else {
+            ""
+        }
     );
     let outcome = match Scenario::new("bench-e1000").vm(dut).vm(peer).run() {
         Ok(o) => o,
@@ -115,17 +144,41 @@ fn main() {
         }
     };
     let (dut, peer) = (outcome.vm("dut"), outcome.vm("peer"));
+    let marks = if count {
+        dut.instruction_marks().unwrap_or_else(|e| {
+            eprintln!("{e}");
+            std::process::exit(1);
+        })
+    } else {
+        Vec::new()
+    };
     // Figures per Rust variant: TX, RX, RTT, each paired with the C driver's in the same round.
     let mut figures: [[Paired; 3]; 3] = Default::default();
     for round in 0..rounds {
         let figure =
             |driver: &str, key: &str| dut.ktap.diagnostic(&format!("round{round}.{driver}.{key}"));
+        // Instructions between the marks ending at `key` (counted from 1), per `unit`.
+        let counted = |driver: &str, key: &str, unit: f64| -> Option<f64> {
+            let mark: usize = figure(driver, key)?.parse().ok()?;
+            let (before, after) = (marks.get(mark.checked_sub(2)?)?, marks.get(mark - 1)?);
+            Some(after.checked_sub(*before)? as f64 / unit)
+        };
         let measured = |driver: &str| -> [f64; 3] {
-            let sent = figure(driver, "transfer")
-                .and_then(|n| peer.ktap.diagnostic(&format!("transfer{n}.tx")))
-                .and_then(mbps);
-            let received = figure(driver, "rx").and_then(mbps);
-            let ping = figure(driver, "rtt_ms").and_then(|v| v.parse::<f64>().ok());
+            let (sent, received, ping) = if count {
+                (
+                    counted(driver, "tx_mark", f64::from(MIB)),
+                    counted(driver, "rx_mark", f64::from(MIB)),
+                    counted(driver, "ping_mark", f64::from(PINGS)),
+                )
+            } else {
+                (
+                    figure(driver, "transfer")
+                        .and_then(|n| peer.ktap.diagnostic(&format!("transfer{n}.tx")))
+                        .and_then(mbps),
+                    figure(driver, "rx").and_then(mbps),
+                    figure(driver, "rtt_ms").and_then(|v| v.parse::<f64>().ok()),
+                )
+            };
             match (sent, received, ping) {
                 (Some(sent), Some(received), Some(ping)) => [sent, received, ping],
                 _ => {
@@ -149,11 +202,19 @@ fn main() {
             }
         }
     }
-    let labels = [
-        "TCP DUT -> peer (MB/s)",
-        "TCP peer -> DUT (MB/s)",
-        "ping RTT (ms, lower is better)",
-    ];
+    let labels = if count {
+        [
+            "TCP DUT -> peer (insns/MiB)",
+            "TCP peer -> DUT (insns/MiB)",
+            "ping (insns/round trip)",
+        ]
+    } else {
+        [
+            "TCP DUT -> peer (MB/s)",
+            "TCP peer -> DUT (MB/s)",
+            "ping RTT (ms, lower is better)",
+        ]
+    };
     for (variant, title) in [
         "e1000_rs (default: transmit maps skbs, receive copies out of coherent buffers)",
         "e1000_rs rx_copy=0 (skbs mapped with streaming DMA both ways)",
