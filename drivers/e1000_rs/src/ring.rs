@@ -3,7 +3,7 @@
 //! The transmit and receive descriptor rings: descriptors in `dma_local` coherent memory. Packet
 //! data goes either through socket buffers mapped with `dma_local` streaming mappings, or through
 //! `dma_local` coherent buffers the frames are copied into or out of ([`CopyBuffers`]). By default
-//! transmit maps and receive copies, which measured fastest (see the README).
+//! both map, which costs fewest instructions (see the README).
 
 use core::{
     cell::UnsafeCell,

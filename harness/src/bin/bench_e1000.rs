@@ -29,13 +29,13 @@ round=0
 n=0
 while [ $round -lt {rounds} ]; do
   # Who goes first alternates, so that neither driver always runs right after the other.
-  if [ $((round % 2)) = 0 ]; then order="e1000 e1000_rs e1000_rs_map e1000_rs_copy"; else order="e1000_rs_copy e1000_rs_map e1000_rs e1000"; fi
+  if [ $((round % 2)) = 0 ]; then order="e1000 e1000_rs e1000_rs_rxcopy e1000_rs_copy"; else order="e1000_rs_copy e1000_rs_rxcopy e1000_rs e1000"; fi
   for driver in $order; do
-    # e1000_rs with its defaults (transmit maps skbs, receive copies out of coherent buffers), with
-    # mapped skbs both ways, and copying both ways.
+    # e1000_rs with its defaults (socket buffers mapped with streaming DMA both ways), receiving by
+    # copying out of coherent buffers, and copying both ways.
     case $driver in
-      e1000_rs_map) module=e1000_rs; insmod /modules/e1000_rs.ko rx_copy=0 ;;
-      e1000_rs_copy) module=e1000_rs; insmod /modules/e1000_rs.ko tx_copy=1 ;;
+      e1000_rs_rxcopy) module=e1000_rs; insmod /modules/e1000_rs.ko rx_copy=1 ;;
+      e1000_rs_copy) module=e1000_rs; insmod /modules/e1000_rs.ko tx_copy=1 rx_copy=1 ;;
       *) module=$driver; insmod /modules/$driver.ko ;;
     esac
     wait_for 10 test -d /sys/class/net/eth0
@@ -191,7 +191,7 @@ fn main() {
             }
         };
         let c = measured("e1000");
-        for (variant, driver) in ["e1000_rs", "e1000_rs_map", "e1000_rs_copy"]
+        for (variant, driver) in ["e1000_rs", "e1000_rs_rxcopy", "e1000_rs_copy"]
             .iter()
             .enumerate()
         {
@@ -216,9 +216,9 @@ fn main() {
         ]
     };
     for (variant, title) in [
-        "e1000_rs (default: transmit maps skbs, receive copies out of coherent buffers)",
-        "e1000_rs rx_copy=0 (skbs mapped with streaming DMA both ways)",
-        "e1000_rs tx_copy=1 (frames copied through coherent buffers both ways)",
+        "e1000_rs (default: skbs mapped with streaming DMA both ways)",
+        "e1000_rs rx_copy=1 (receive copies out of coherent buffers, transmit maps)",
+        "e1000_rs tx_copy=1 rx_copy=1 (frames copied through coherent buffers both ways)",
     ]
     .iter()
     .enumerate()
