@@ -247,7 +247,8 @@ fn check_range(offset: usize, count: usize, len: usize) -> Result {
 ///
 /// The device may read and write this memory at any time, so no Rust reference to it is ever
 /// created: every access is a volatile copy. Reads take `&self`; writes take `&mut self`, so that
-/// two CPU writers, or a CPU writer and a CPU reader, cannot race.
+/// two CPU writers, or a CPU writer and a CPU reader, cannot race. The one exception,
+/// [`Coherent::write_shared`], is `unsafe`: its caller orders the accesses to the element itself.
 ///
 /// # Invariants
 ///
@@ -268,9 +269,10 @@ pub(crate) struct Coherent<'a, T: AsBytes + FromBytes> {
 // `T`s. `dev` is `Sync`, so sharing it with the other thread is fine.
 unsafe impl<T: AsBytes + FromBytes + Send> Send for Coherent<'_, T> {}
 
-// SAFETY: Through `&Coherent` only volatile reads of the elements happen (writes need `&mut`), so
-// sharing it between threads is as sound as sharing `&T`.
-unsafe impl<T: AsBytes + FromBytes + Sync> Sync for Coherent<'_, T> {}
+// SAFETY: Through `&Coherent`, safe code only reads the elements (writes need `&mut`), which is as
+// sound as sharing `&T`; `write_shared` also writes through it, moving a `T` to the threads that
+// read it later, hence `Send`, and its caller orders those accesses (its safety requirement).
+unsafe impl<T: AsBytes + FromBytes + Send + Sync> Sync for Coherent<'_, T> {}
 
 impl<'a, T: AsBytes + FromBytes> Coherent<'a, T> {
     /// Evaluated at compile time for every `T` that is allocated: zero-sized types have no DMA
@@ -388,10 +390,12 @@ impl<'a, T: AsBytes + FromBytes> Coherent<'a, T> {
     ///
     /// # Safety
     ///
-    /// No other CPU accesses element `index` while this runs.
+    /// Every other CPU access to element `index`, from any thread or context, happens before or
+    /// after this write (for example, the element is handed over with a release store and an
+    /// acquire load): none races with it.
     pub(crate) unsafe fn write_shared(&self, index: usize, value: T) -> Result {
         let ptr = self.element_ptr(index)?;
-        // SAFETY: `ptr` is in bounds and aligned; no other CPU accesses the element (safety
+        // SAFETY: `ptr` is in bounds and aligned; no CPU access races with the store (safety
         // requirement); volatile, because the device may read it.
         unsafe { ptr.write_volatile(value) };
         Ok(())
