@@ -334,8 +334,8 @@ impl E1000<'_> {
         // SAFETY: `irq` is requested (type invariant); this waits for a running handler.
         unsafe { bindings::synchronize_irq(self.irq) };
         self.netdev.napi().disable();
-        // Only a poll wakes the queue: once NAPI is disabled, this waits for the last transmit and
-        // none follows.
+        // Only a poll wakes the stopped queue (a transmit that restarts it is still running): once
+        // NAPI is disabled, this waits for the last transmit and none follows.
         self.netdev.disable_transmit();
         self.netdev.set_carrier(false);
         // The device no longer owns any descriptor: unmap and free everything.

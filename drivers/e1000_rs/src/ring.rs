@@ -5,14 +5,12 @@
 //! `dma_local` coherent buffers the frames are copied into or out of ([`CopyBuffers`]). By default
 //! both map, which costs fewest instructions (see the README).
 
-use core::{
-    cell::UnsafeCell,
-    sync::atomic::{AtomicUsize, Ordering},
-};
+use core::cell::UnsafeCell;
 
 use kernel::{
     device::{Bound, Device},
     prelude::*,
+    sync::atomic::{Acquire, Atomic, Relaxed, Release},
     transmute::{AsBytes, FromBytes},
 };
 
@@ -248,14 +246,15 @@ pub(crate) struct TxRing<'a> {
     // Before `packets`, so that tearing down unmaps every piece before freeing the skbs.
     mappings: KVec<UnsafeCell<Option<Mapping<'a>>>>,
     packets: KVec<UnsafeCell<Option<TxPacket>>>,
-    next_to_use: AtomicUsize,
-    next_to_clean: AtomicUsize,
+    next_to_use: Atomic<usize>,
+    next_to_clean: Atomic<usize>,
     producer: UnsafeCell<ProducerState<'a>>,
 }
 
-// SAFETY: The producer and the consumer share the ring from two CPUs; each accesses only the
-// entries it owns, and passes them to the other with a release store of its index that the other
-// loads with acquire ordering (type invariant).
+// SAFETY: The producer and the consumer may run at once, on two CPUs or nested on one (a frame the
+// poll receives may be answered from within it); each accesses only the entries and state it owns,
+// and passes entries to the other with a release store of its index that the other loads with
+// acquire ordering (type invariant). What moves between them (mappings, skbs) is `Send`.
 unsafe impl Sync for TxRing<'_> {}
 
 /// What only the producer uses.
@@ -301,8 +300,8 @@ impl<'a> TxRing<'a> {
             desc: Coherent::alloc(dev, RING_SIZE, Gfp::KERNEL)?,
             mappings,
             packets,
-            next_to_use: AtomicUsize::new(0),
-            next_to_clean: AtomicUsize::new(0),
+            next_to_use: Atomic::new(0),
+            next_to_clean: Atomic::new(0),
             producer: UnsafeCell::new(ProducerState {
                 context: None,
                 copy: if copy {
@@ -329,7 +328,7 @@ impl<'a> TxRing<'a> {
             ring: self,
             // SAFETY: Only the producer accesses `producer` (type invariant), and there is one.
             state: unsafe { &mut *self.producer.get() },
-            next_to_use: self.next_to_use.load(Ordering::Relaxed),
+            next_to_use: self.next_to_use.load(Relaxed),
         }
     }
 
@@ -341,7 +340,7 @@ impl<'a> TxRing<'a> {
     pub(crate) unsafe fn consumer(&self) -> TxConsumer<'_, 'a> {
         TxConsumer {
             ring: self,
-            next_to_clean: self.next_to_clean.load(Ordering::Relaxed),
+            next_to_clean: self.next_to_clean.load(Relaxed),
         }
     }
 }
@@ -359,10 +358,7 @@ pub(crate) struct TxProducer<'r, 'a> {
 
 impl<'a> TxProducer<'_, 'a> {
     fn free(&self) -> usize {
-        free_between(
-            self.next_to_use,
-            self.ring.next_to_clean.load(Ordering::Acquire),
-        )
+        free_between(self.next_to_use, self.ring.next_to_clean.load(Acquire))
     }
 
     /// What the hardware has to do for `skb`'s checksums; `Err` for a frame that must be dropped.
@@ -542,7 +538,7 @@ impl<'a> TxProducer<'_, 'a> {
         };
         // Hands the frame to the consumer, after everything above.
         self.next_to_use = i;
-        self.ring.next_to_use.store(i, Ordering::Release);
+        self.ring.next_to_use.store(i, Release);
         Ok(true)
     }
 
@@ -590,7 +586,7 @@ impl TxConsumer<'_, '_> {
     pub(crate) fn clean(&mut self, budget: i32) -> TxDone {
         let mut done = TxDone::default();
         let ring = self.ring;
-        let next_to_use = ring.next_to_use.load(Ordering::Acquire);
+        let next_to_use = ring.next_to_use.load(Acquire);
         while self.next_to_clean != next_to_use {
             let start = self.next_to_clean;
             // SAFETY: `start` is in `[next_to_clean, next_to_use)`: the consumer's (type
@@ -623,17 +619,13 @@ impl TxConsumer<'_, '_> {
             self.next_to_clean = next(last);
         }
         // Gives the freed descriptors back to the producer, after everything above.
-        ring.next_to_clean
-            .store(self.next_to_clean, Ordering::Release);
+        ring.next_to_clean.store(self.next_to_clean, Release);
         done
     }
 
     /// Whether a queue stopped for lack of room may run again.
     pub(crate) fn has_room(&self) -> bool {
-        free_between(
-            self.ring.next_to_use.load(Ordering::Acquire),
-            self.next_to_clean,
-        ) >= TX_WAKE_THRESHOLD
+        free_between(self.ring.next_to_use.load(Acquire), self.next_to_clean) >= TX_WAKE_THRESHOLD
     }
 }
 
@@ -839,9 +831,9 @@ struct OpenRings<'a> {
     rx: UnsafeCell<RxRing<'a>>,
 }
 
-// SAFETY: `transmit` and `poll` run on different CPUs: they share the transmit ring, which is
-// `Sync`, through its two ends; the receive ring is the poll's alone; `set` runs while neither
-// does (type invariant).
+// SAFETY: `transmit` and `poll` may run at once (on two CPUs, or a transmit nested in the poll):
+// they share the transmit ring, which is `Sync`, through its two ends; the receive ring is the
+// poll's alone; `set` runs while neither does (type invariant).
 unsafe impl Sync for Rings<'_> {}
 
 impl<'a> Rings<'a> {

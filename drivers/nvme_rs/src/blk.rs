@@ -301,7 +301,7 @@ compile_error!("nvme_rs needs a kernel without CONFIG_HIGHMEM");
 ///
 /// `bio` is null (with nothing left in `iter`), or a live bio of the request, which the driver
 /// holds and which keeps its bios and their pages until it ends; `iter` is what is left of `bio`'s
-/// vectors, which are at `vecs`.
+/// vectors, which are at `vecs`, or, for a bio without data pages, `vecs` is null.
 pub(crate) struct DataPieces<'r> {
     bio: *mut bindings::bio,
     vecs: *const bindings::bio_vec,
@@ -340,8 +340,12 @@ impl Iterator for DataPieces<'_> {
             self.vecs = vecs;
             self.iter = iter;
         }
+        // A bio without data pages (discard, write zeroes) has a size but no vectors.
+        if self.vecs.is_null() {
+            return None;
+        }
         let (size, index, done) = (self.iter.bi_size, self.iter.bi_idx, self.iter.bi_offset);
-        // SAFETY: Bytes are left, so vector `bi_idx` exists (type invariant).
+        // SAFETY: Bytes are left and there are vectors, so vector `bi_idx` exists (type invariant).
         let vec = unsafe { *self.vecs.add(index as usize) };
         // A vector that does not hold what the iterator says ends the walk; the caller finds fewer
         // bytes than the request has.
