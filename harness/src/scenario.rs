@@ -96,8 +96,8 @@ impl VmOutcome {
     }
 
     /// The guest instructions executed up to each `mark` of a VM that counted them
-    /// ([`crate::Vm::count_instructions`]), in order.
-    pub fn instruction_marks(&self) -> Result<Vec<u64>> {
+    /// ([`crate::Vm::count_instructions`]).
+    pub fn instruction_marks(&self) -> Result<InstructionMarks> {
         let log = self
             .console_log
             .with_file_name(crate::qemu::INSTRUCTIONS_LOG);
@@ -108,7 +108,8 @@ impl VmOutcome {
                 line.parse()
                     .map_err(|_| err!("{}: bad line {line:?} in {}", self.name, log.display()))
             })
-            .collect()
+            .collect::<Result<_>>()
+            .map(InstructionMarks)
     }
 
     /// A `# key=value` diagnostic the guest reported, or a panic naming the log.
@@ -120,6 +121,22 @@ impl VmOutcome {
                 self.console_log.display()
             )
         })
+    }
+}
+
+/// The instruction counts at a VM's marks, in order.
+#[derive(Debug, Clone, Default)]
+pub struct InstructionMarks(pub Vec<u64>);
+
+impl InstructionMarks {
+    /// The instructions executed between the `n - 1`-th and the `n`-th mark (counting from 1): a
+    /// run that the guest wrapped in two marks and noted as ending at mark `n`.
+    pub fn run_ending_at(&self, n: usize) -> Option<u64> {
+        let (before, after) = (
+            self.0.get(n.checked_sub(2)?)?,
+            self.0.get(n.checked_sub(1)?)?,
+        );
+        after.checked_sub(*before)
     }
 }
 

@@ -144,24 +144,22 @@ fn main() {
         }
     };
     let (dut, peer) = (outcome.vm("dut"), outcome.vm("peer"));
-    let marks = if count {
-        dut.instruction_marks().unwrap_or_else(|e| {
+    let marks = match count.then(|| dut.instruction_marks()).transpose() {
+        Ok(marks) => marks.unwrap_or_default(),
+        Err(e) => {
             eprintln!("{e}");
             std::process::exit(1);
-        })
-    } else {
-        Vec::new()
+        }
     };
     // Figures per Rust variant: TX, RX, RTT, each paired with the C driver's in the same round.
     let mut figures: [[Paired; 3]; 3] = Default::default();
     for round in 0..rounds {
         let figure =
             |driver: &str, key: &str| dut.ktap.diagnostic(&format!("round{round}.{driver}.{key}"));
-        // Instructions between the marks ending at `key` (counted from 1), per `unit`.
+        // Instructions of the run ending at the mark noted as `key`, per `unit`.
         let counted = |driver: &str, key: &str, unit: f64| -> Option<f64> {
-            let mark: usize = figure(driver, key)?.parse().ok()?;
-            let (before, after) = (marks.get(mark.checked_sub(2)?)?, marks.get(mark - 1)?);
-            Some(after.checked_sub(*before)? as f64 / unit)
+            let mark = figure(driver, key)?.parse().ok()?;
+            Some(marks.run_ending_at(mark)? as f64 / unit)
         };
         let measured = |driver: &str| -> [f64; 3] {
             let (sent, received, ping) = if count {

@@ -199,13 +199,12 @@ fn main() {
         }
     };
     let dut = outcome.vm("dut");
-    let marks = if count {
-        dut.instruction_marks().unwrap_or_else(|e| {
+    let marks = match count.then(|| dut.instruction_marks()).transpose() {
+        Ok(marks) => marks.unwrap_or_default(),
+        Err(e) => {
             eprintln!("{e}");
             std::process::exit(1);
-        })
-    } else {
-        Vec::new()
+        }
     };
     println!();
     println!("{}", Paired::header("C nvme", "nvme_rs"));
@@ -225,12 +224,8 @@ fn main() {
                         if !count {
                             return get("");
                         }
-                        // The run lies between marks `mark - 1` and `mark` (counted from 1).
-                        let mark = get(".mark")? as usize;
                         let ios = get(".ios").filter(|&ios| ios > 0.0)?;
-                        let (before, after) =
-                            (marks.get(mark.checked_sub(2)?)?, marks.get(mark - 1)?);
-                        Some(after.checked_sub(*before)? as f64 / ios)
+                        Some(marks.run_ending_at(get(".mark")? as usize)? as f64 / ios)
                     })
                     .collect()
             };
