@@ -30,6 +30,7 @@ check unload rmmod dma_local_selftest
 const CONTRACTS: &[&str] = &[
     "mask_bits_limits",
     "set_masks",
+    "mapping_limits",
     "coherent_respects_mask",
     "coherent_zero_length_rejected",
     "coherent_size_overflow",

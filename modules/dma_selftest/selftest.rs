@@ -111,6 +111,12 @@ fn run_all(dev: &Device<Bound>, report: &mut Report) {
         dma_local::set_mask(dev, Mask::bits(MASK_BITS)?)?;
         dma_local::set_coherent_mask(dev, Mask::bits(MASK_BITS)?)
     });
+    report.run("mapping_limits", || {
+        dma_local::set_min_align_mask(dev, 4095)?;
+        dma_local::set_min_align_mask(dev, 0)?;
+        // Unlimited (`SIZE_MAX`) without a bounce buffer; a bounce buffer's slots hold 256 KiB.
+        expect(dma_local::max_mapping_size(dev) >= 256 * 1024)
+    });
     report.run("coherent_respects_mask", || {
         let buf = Coherent::<u8>::alloc(dev, 8192, Gfp::KERNEL)?;
         expect(below_mask(buf.dma_handle(), buf.size()))
