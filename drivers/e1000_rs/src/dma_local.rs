@@ -11,7 +11,8 @@
 //! - [`Streaming`]: a buffer mapped for streaming DMA in one [`Direction`], with syncs; [`Mapping`]
 //!   for memory owned elsewhere (socket buffers).
 //! - [`Pool`]: small coherent blocks from a `dma_pool` (descriptor lists).
-//! - [`set_mask`], [`set_coherent_mask`], [`set_mask_and_coherent`].
+//! - [`set_mask`], [`set_coherent_mask`], [`set_mask_and_coherent`]; [`set_min_align_mask`] and
+//!   [`max_mapping_size`], the limits a bounce buffer (swiotlb) puts on streaming mappings.
 //!
 //! Every object that can reach the DMA API borrows the device as `&'a Device<Bound>`. The kernel
 //! crate hands a driver that reference only for as long as the device is bound, so no DMA API call
@@ -28,7 +29,7 @@ use core::ptr::NonNull;
 use kernel::bindings;
 use kernel::device::{Bound, Device};
 use kernel::error::to_result;
-use kernel::ffi::{c_char, c_int, c_ulong, c_void};
+use kernel::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
 use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::transmute::{AsBytes, FromBytes};
@@ -65,6 +66,7 @@ extern "C" {
         size: usize,
         dir: bindings::dma_data_direction,
     );
+    fn dma_local_set_min_align_mask(dev: *mut c_void, mask: c_uint);
     fn dma_local_pool_create(
         name: *const c_char,
         dev: *mut c_void,
@@ -227,6 +229,27 @@ pub(crate) fn set_coherent_mask(dev: &Device<Bound>, mask: Mask) -> Result {
 pub(crate) fn set_mask_and_coherent(dev: &Device<Bound>, mask: Mask) -> Result {
     // SAFETY: As in `set_mask`.
     to_result(unsafe { bindings::dma_set_mask_and_coherent(raw_device(dev), mask.value()) })
+}
+
+/// Keeps the low `mask` bits of a streaming mapping's address equal to the CPU address's when it
+/// goes through a bounce buffer (`dma_set_min_align_mask`): for a device that reads an offset into
+/// its pages, as NVMe PRPs do. `EINVAL` when the device has no DMA parameters to hold it.
+pub(crate) fn set_min_align_mask(dev: &Device<Bound>, mask: u32) -> Result {
+    let raw = raw_device(dev);
+    // SAFETY: `raw_device` gives a valid `struct device`, bound for the duration of the call.
+    if unsafe { (*raw).dma_parms }.is_null() {
+        return Err(EINVAL);
+    }
+    // SAFETY: As above; the device has DMA parameters, so the call does not warn.
+    unsafe { dma_local_set_min_align_mask(raw.cast(), mask) };
+    Ok(())
+}
+
+/// The largest streaming mapping the device can have (`dma_max_mapping_size`): a bounce buffer
+/// limits it.
+pub(crate) fn max_mapping_size(dev: &Device<Bound>) -> usize {
+    // SAFETY: As in `set_mask`.
+    unsafe { bindings::dma_max_mapping_size(raw_device(dev)) }
 }
 
 /// `count` elements of `T` after `offset`, in bytes; `EOVERFLOW` when that does not fit in `usize`.

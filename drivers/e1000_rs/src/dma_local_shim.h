@@ -21,6 +21,7 @@ void dma_local_sync_single_for_cpu(struct device *dev, dma_addr_t addr, size_t s
 				   enum dma_data_direction dir);
 void dma_local_sync_single_for_device(struct device *dev, dma_addr_t addr, size_t size,
 				      enum dma_data_direction dir);
+void dma_local_set_min_align_mask(struct device *dev, unsigned int mask);
 struct dma_pool *dma_local_pool_create(const char *name, struct device *dev, size_t size,
 				       size_t align, size_t boundary);
 

@@ -37,6 +37,11 @@ void dma_local_sync_single_for_device(struct device *dev, dma_addr_t addr, size_
 	dma_sync_single_for_device(dev, addr, size, dir);
 }
 
+void dma_local_set_min_align_mask(struct device *dev, unsigned int mask)
+{
+	dma_set_min_align_mask(dev, mask);
+}
+
 struct dma_pool *dma_local_pool_create(const char *name, struct device *dev, size_t size,
 				       size_t align, size_t boundary)
 {
