@@ -10,7 +10,6 @@
  * The declarations below are the parts of QEMU's plugin API (qemu-plugin.h, API version 1 and
  * later) this uses, so that building needs no QEMU development package.
  */
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>

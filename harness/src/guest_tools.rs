@@ -1,5 +1,5 @@
-//! Small static programs for the guest, built from `harness/guest/tools/<name>.c` with the host's gcc,
-//! and QEMU plugins from `harness/qemu-plugins/<name>.c`.
+//! Small static programs for the guest, built from `harness/guest/tools/<name>.c` with the host's
+//! gcc, and QEMU plugins from `harness/qemu-plugins/<name>.c`.
 
 use std::path::PathBuf;
 use std::process::Command;

@@ -226,10 +226,10 @@ impl Scenario {
         std::fs::create_dir_all(&dir)?;
         let initrd = dir.join("initramfs.cpio");
         self.initramfs(env, &vm, &initrd)?;
-        let plugin = match vm.count_instructions {
-            true => Some(crate::guest_tools::qemu_plugin("insn_count")?),
-            false => None,
-        };
+        let plugin = vm
+            .count_instructions
+            .then(|| crate::guest_tools::qemu_plugin("insn_count"))
+            .transpose()?;
         let args = vm.qemu_args(&dir, &env.bzimage(), &initrd, plugin.as_deref())?;
         std::fs::write(dir.join("qemu.cmdline"), shell_words(&args))?;
         let log = File::create(dir.join("qemu.log"))?;

@@ -1,9 +1,9 @@
-//! nvme_rs through bounce buffers: the VM boots with `swiotlb=force` (and `track_hiwater`, to show it), so that every streaming
-//! mapping is copied through the software IO TLB, as in a confidential guest or with `iommu=soft`.
-//! PRPs carry the offset of the data within its first page, which a bounce buffer keeps only when
-//! the driver asks for it (`dma_local::set_min_align_mask`), and one mapping may hold no more than
-//! a bounce buffer does (`dma_local::max_mapping_size`). The C nvme driver on the twin controller is
-//! the reference.
+//! nvme_rs through bounce buffers: the VM boots with `swiotlb=force` (and `track_hiwater`, to
+//! show it), so that every streaming mapping is copied through the software IO TLB, as in a
+//! confidential guest or with `iommu=soft`. PRPs carry the offset of the data within its first
+//! page, which a bounce buffer keeps only when the driver asks for it
+//! (`dma_local::set_min_align_mask`), and one mapping may hold no more than a bounce buffer does
+//! (`dma_local::max_mapping_size`). The C nvme driver on the twin controller is the reference.
 
 use harness::{
     nvme::{self, BIND_ALTERNATELY},

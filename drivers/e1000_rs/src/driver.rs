@@ -353,17 +353,13 @@ impl E1000<'_> {
             return Ok(());
         };
         let len = skb.len();
-        let result = match tx.push(skb) {
-            Err(skb) => Err(skb),
-            Ok(false) => {
-                self.counters.tx_dropped.fetch_add(1, Ordering::Relaxed);
-                Ok(())
-            }
-            Ok(true) => {
+        let result = tx.push(skb).map(|queued| {
+            if queued {
                 self.netdev.sent_queue(len);
-                Ok(())
+            } else {
+                self.counters.tx_dropped.fetch_add(1, Ordering::Relaxed);
             }
-        };
+        });
         if result.is_err() || tx.nearly_full() {
             self.stop_queue_unless_room(&tx);
         }

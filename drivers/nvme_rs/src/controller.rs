@@ -107,8 +107,9 @@ impl<'a> Controller<'a> {
         self.cap.doorbell_stride()
     }
 
-    /// Hands the controller the shadow doorbells (Doorbell Buffer Config), as the C driver does, so that ringing an I/O queue's doorbell is mostly a memory
-    /// write instead of a trap into the emulator. Without them, every doorbell stays an MMIO write.
+    /// Hands the controller the shadow doorbells (Doorbell Buffer Config), as the C driver does, so
+    /// that ringing an I/O queue's doorbell is mostly a memory write instead of a trap into the
+    /// emulator. Without them, every doorbell stays an MMIO write.
     pub(crate) fn enable_shadow_doorbells(&self) {
         let (doorbells, event_indexes) = self.shadow.dma_handles();
         // The controller owns the buffers from the command on, even if it times out; they live as
