@@ -48,6 +48,7 @@ const CONTRACTS: &[&str] = &[
     "streaming_map_sync_unmap",
     "streaming_empty_rejected_buffer_returned",
     "mapping_of_foreign_memory",
+    "mapping_of_pages",
     "pool_blocks",
 ];
 

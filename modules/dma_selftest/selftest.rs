@@ -13,6 +13,7 @@ mod dma_local;
 use dma_local::{Attrs, Coherent, Direction, Gfp, Mapping, Mask, Pool, Streaming};
 use kernel::{
     device::{Bound, Core, Device},
+    page::{Page, PAGE_SIZE},
     pci,
     prelude::*,
     transmute::{AsBytes, FromBytes},
@@ -289,6 +290,32 @@ fn run_all(dev: &Device<Bound>, report: &mut Report) {
             unsafe { Mapping::new(dev, buf.as_mut_ptr(), 0, Direction::ToDevice, Attrs::NONE) };
         expect_err(empty, EINVAL)?;
         expect(buf.iter().all(|&b| b == 0x5a))
+    });
+    report.run("mapping_of_pages", || {
+        let page = Page::alloc_page(GFP_KERNEL)?;
+        // SAFETY: `page` is from the page allocator and outlives `mapping` (dropped at the end of
+        // this block); the CPU does not touch it while mapped.
+        let mut mapping = unsafe {
+            Mapping::from_page(
+                dev,
+                page.as_ptr(),
+                100,
+                1000,
+                Direction::ToDevice,
+                Attrs::NONE,
+            )?
+        };
+        // Neither the direct mapping nor an IOMMU moves data within its page.
+        expect(mapping.len() == 1000 && mapping.dma_handle() % PAGE_SIZE as u64 == 100)?;
+        expect(below_mask(mapping.dma_handle(), 1000))?;
+        mapping.sync_for_cpu();
+        mapping.sync_for_device();
+        drop(mapping);
+        // SAFETY: As above; a zero-length mapping is refused before anything is mapped.
+        let empty = unsafe {
+            Mapping::from_page(dev, page.as_ptr(), 0, 0, Direction::ToDevice, Attrs::NONE)
+        };
+        expect_err(empty, EINVAL)
     });
     report.run("pool_blocks", || {
         expect_err(Pool::<u64>::new(dev, c"selftest", 0, 8, 0), EINVAL)?;
