@@ -9,7 +9,7 @@
 //!
 //! - [`Coherent`]: a typed coherent allocation with checked sizes and bounds and volatile access.
 //! - [`Streaming`]: a buffer mapped for streaming DMA in one [`Direction`], with syncs; [`Mapping`]
-//!   for memory owned elsewhere (socket buffers).
+//!   for memory owned elsewhere (socket buffers, a block request's pages).
 //! - [`Pool`]: small coherent blocks from a `dma_pool` (descriptor lists).
 //! - [`set_mask`], [`set_coherent_mask`], [`set_mask_and_coherent`]; [`set_min_align_mask`] and
 //!   [`max_mapping_size`], the limits a bounce buffer (swiotlb) puts on streaming mappings.
@@ -575,8 +575,8 @@ impl Direction {
 ///
 /// # Invariants
 ///
-/// `handle` is the mapping, by `dma_map_single_attrs(dev, .., len, dir, attrs)`, of `len > 0`
-/// bytes, not yet unmapped.
+/// `handle` is the mapping, by `dma_map_single_attrs(dev, .., len, dir, attrs)` or
+/// `dma_map_page_attrs(dev, .., len, dir, attrs)`, of `len > 0` bytes, not yet unmapped.
 pub(crate) struct Mapping<'a> {
     dev: &'a Device<Bound>,
     handle: DmaAddress,
@@ -620,6 +620,54 @@ impl<'a> Mapping<'a> {
             return Err(ENOMEM);
         }
         // INVARIANT: mapped above, `len > 0`.
+        Ok(Self {
+            dev,
+            handle,
+            len,
+            dir,
+            attrs,
+        })
+    }
+
+    /// Maps `len` bytes from `offset` into `page` (and the pages after it, physically contiguous)
+    /// for `dev` in direction `dir`, as [`Mapping::new`] does for a CPU address. For memory that is
+    /// described by pages, such as a block request's bio vectors: it costs no lookup of the CPU
+    /// address and none of the page back.
+    ///
+    /// # Safety
+    ///
+    /// `page` is a page from the page allocator, and the `len` bytes from `offset` on lie in memory
+    /// that stays valid until the mapping is dropped and that the CPU does not access meanwhile
+    /// except between `sync_for_cpu` and `sync_for_device`.
+    pub(crate) unsafe fn from_page(
+        dev: &'a Device<Bound>,
+        page: *mut bindings::page,
+        offset: usize,
+        len: usize,
+        dir: Direction,
+        attrs: Attrs,
+    ) -> Result<Self> {
+        if len == 0 {
+            return Err(EINVAL);
+        }
+        // SAFETY: By the safety requirements, the bytes are mappable memory that outlives the
+        // mapping; `raw_device` gives a bound device.
+        let handle = unsafe {
+            bindings::dma_map_page_attrs(
+                raw_device(dev),
+                page,
+                offset,
+                len,
+                dir.raw(),
+                attrs.bits(),
+            )
+        };
+        // SAFETY: `handle` was just returned by the DMA API for this device.
+        if unsafe { dma_local_mapping_error(raw_device(dev).cast(), handle) } != 0 {
+            return Err(ENOMEM);
+        }
+        // INVARIANT: mapped above (`dma_unmap_single_attrs` unmaps what `dma_map_page_attrs`
+        // mapped: it is `dma_unmap_page_attrs`), `len > 0`.
         Ok(Self {
             dev,
             handle,
