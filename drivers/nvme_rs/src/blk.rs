@@ -290,12 +290,31 @@ pub(crate) unsafe fn end_batch<P>(iob: *mut c_void, mut f: impl FnMut(&Request<P
     unsafe { bindings::blk_mq_end_request_batch(iob) };
 }
 
-// `DataPieces` finds data through the linear map, which holds every page only without highmem.
+// `Piece::address` finds data through the linear map, which holds every page only without highmem.
 #[cfg(CONFIG_HIGHMEM)]
 compile_error!("nvme_rs needs a kernel without CONFIG_HIGHMEM");
 
-/// The pieces of a request's data ([`Request::data`]): the CPU address and length of each, in
-/// order.
+/// A piece of a request's data: `len` bytes from `offset` into `page` and, for a multi-page vector,
+/// the pages that follow it.
+#[derive(Clone, Copy)]
+pub(crate) struct Piece {
+    pub(crate) page: *mut bindings::page,
+    pub(crate) offset: usize,
+    pub(crate) len: usize,
+}
+
+impl Piece {
+    /// The CPU address of the first byte, to find pieces that follow each other in memory.
+    pub(crate) fn address(&self) -> *mut u8 {
+        // SAFETY: A page of a request's data (`DataPieces`). Without highmem (64-bit),
+        // `page_address` is the page's address in the linear map, where a vector's pages follow
+        // each other, as `bvec_virt` assumes too.
+        let page = unsafe { nvme_rs_page_address(self.page.cast()) }.cast::<u8>();
+        page.wrapping_add(self.offset)
+    }
+}
+
+/// The pieces of a request's data ([`Request::data`]), in order.
 ///
 /// # Invariants
 ///
@@ -323,8 +342,9 @@ unsafe fn bio_vectors(bio: *mut bindings::bio) -> (*const bindings::bio_vec, bin
 }
 
 impl Iterator for DataPieces<'_> {
-    type Item = (*mut u8, u32);
+    type Item = Piece;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         while self.iter.bi_size == 0 {
             if self.bio.is_null() {
@@ -357,11 +377,11 @@ impl Iterator for DataPieces<'_> {
         self.iter.bi_size = size - len;
         self.iter.bi_idx = index + 1;
         self.iter.bi_offset = 0;
-        // SAFETY: A page of the request's data. Without highmem (64-bit), `page_address` is the
-        // page's address in the linear map, where a vector's pages (more than one from the offset
-        // on, in a multi-page vector) follow each other, as `bvec_virt` assumes too.
-        let page = unsafe { nvme_rs_page_address(vec.bv_page.cast()) }.cast::<u8>();
-        Some((page.wrapping_add((vec.bv_offset + done) as usize), len))
+        Some(Piece {
+            page: vec.bv_page,
+            offset: (vec.bv_offset + done) as usize,
+            len: len as usize,
+        })
     }
 }
 

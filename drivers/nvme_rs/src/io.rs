@@ -8,18 +8,20 @@
 //! pool. The mappings and the list live in the request's per-request data ([`Pdu`]) until the
 //! request completes.
 
+use core::cell::UnsafeCell;
 use core::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU16, AtomicU64, Ordering};
 
 use kernel::{
     bindings,
     cpumask::Cpumask,
+    device::{Bound, Device},
     ffi::{c_int, c_uint, c_void},
-    new_spinlock, new_spinlock_irq,
+    new_mutex, new_spinlock,
     prelude::*,
-    sync::{Arc, SpinLock, SpinLockIrq},
+    sync::{Arc, Mutex, SpinLock},
 };
 
-use crate::blk::{self, Op, Request, Status, TimeoutAction};
+use crate::blk::{self, Op, Piece, Request, Status, TimeoutAction};
 use crate::command::{self, nvm, Command};
 use crate::controller::{Controller, PRP_LIST_ENTRIES};
 use crate::dma_local::{Attrs, Direction, Gfp, Mapping, PoolBlock};
@@ -47,14 +49,22 @@ pub(crate) struct Namespace {
 ///
 /// - `tags` is null or the tags of the blk-mq hardware queue served by this pair.
 /// - While `irq_requested`, IRQ `irq` is requested with this pinned object as its cookie.
+/// - `cq` is used only by the interrupt handler of IRQ `irq`, which the IRQ core never runs twice at
+///   once, or by a holder of `poll_lock` while that IRQ is disabled ([`Self::poll_completions`]),
+///   and only while `irq_requested`.
 #[pin_data(PinnedDrop)]
 pub(crate) struct IoQueue<'a> {
     ctrl: Arc<Controller<'a>>,
+    /// The controller's device, for mapping data.
+    dev: &'a Device<Bound>,
     qid: u16,
     #[pin]
     sq: SpinLock<SubmissionQueue<'a>>,
+    /// No lock, as in the C driver: the interrupt handler owns it (see the invariants).
+    cq: UnsafeCell<CompletionQueue<'a>>,
+    /// Serialises the callers of [`Self::poll_completions`].
     #[pin]
-    cq: SpinLockIrq<CompletionQueue<'a>>,
+    poll_lock: Mutex<()>,
     tags: AtomicPtr<bindings::blk_mq_tags>,
     /// Requests whose segments average at least this many bytes go to the controller as an SGL,
     /// which costs it less than a PRP per page; `None` when the controller has no SGLs.
@@ -76,7 +86,7 @@ impl<'a> IoQueue<'a> {
         irq: u32,
         sgl_threshold: Option<usize>,
     ) -> Result<Pin<KBox<Self>>> {
-        let dev = ctrl.pdev.as_ref();
+        let dev: &'a Device<Bound> = ctrl.pdev.as_ref();
         let (sq_doorbell, cq_doorbell) = doorbells(qid, ctrl.stride());
         let depth =
             IO_QUEUE_DEPTH.min(ctrl.cap.max_queue_entries().min(u32::from(u16::MAX)) as u16);
@@ -93,9 +103,11 @@ impl<'a> IoQueue<'a> {
         let queue = KBox::pin_init(
             try_pin_init!(Self {
                 ctrl,
+                dev,
                 qid,
                 sq <- new_spinlock!(sq, "nvme_rs:sq"),
-                cq <- new_spinlock_irq!(cq, "nvme_rs:cq"),
+                cq: UnsafeCell::new(cq),
+                poll_lock <- new_mutex!((), "nvme_rs:poll"),
                 tags: AtomicPtr::new(core::ptr::null_mut()),
                 sgl_threshold,
                 prp_commands: AtomicU64::new(0),
@@ -159,8 +171,29 @@ impl<'a> IoQueue<'a> {
             .delete_io_queue_pair(&self.ctrl.bar, self.qid)
     }
 
+    /// Completes what the controller has posted, from outside the interrupt handler (a completion
+    /// whose interrupt was lost): with the IRQ disabled, as the handler cannot run meanwhile.
+    /// Returns how many. Sleeps.
+    fn poll_completions(&self) -> usize {
+        let _poller = self.poll_lock.lock();
+        // SAFETY: A requested IRQ (`IoQueue::new` returns only a queue with its IRQ requested, and
+        // it stays requested until the queue is dropped); enabled again below.
+        unsafe { bindings::disable_irq(self.irq) };
+        // SAFETY: The IRQ is disabled, which waited for a running handler, and this caller holds
+        // the poll lock, as `process_completions` requires.
+        let count = unsafe { self.process_completions() };
+        // SAFETY: Disabled above.
+        unsafe { bindings::enable_irq(self.irq) };
+        count
+    }
+
     /// Completes every request whose completion the controller has posted. Returns how many.
-    fn process_completions(&self) -> usize {
+    ///
+    /// # Safety
+    ///
+    /// Called by the queue's interrupt handler, or with its IRQ disabled and `poll_lock` held: the
+    /// completion queue is the caller's alone (see the type invariants).
+    unsafe fn process_completions(&self) -> usize {
         if self.ctrl.is_dead() {
             return 0;
         }
@@ -168,7 +201,8 @@ impl<'a> IoQueue<'a> {
         let mut batch = blk::CompletionBatch::new();
         let mut count = 0;
         {
-            let mut cq = self.cq.lock();
+            // SAFETY: By the function's safety requirement, nothing else uses the queue.
+            let cq = unsafe { &mut *self.cq.get() };
             while let Some(done) = cq.pop() {
                 count += 1;
                 if tags.is_null() {
@@ -207,6 +241,10 @@ impl<'a> IoQueue<'a> {
     }
 }
 
+// SAFETY: The queue is shared by blk-mq's CPUs and its interrupt handler. Every field but `cq` is
+// `Sync`, and `cq` has one user at a time (type invariant).
+unsafe impl Sync for IoQueue<'_> {}
+
 #[pinned_drop]
 impl PinnedDrop for IoQueue<'_> {
     fn drop(self: Pin<&mut Self>) {
@@ -225,7 +263,8 @@ impl PinnedDrop for IoQueue<'_> {
 unsafe extern "C" fn nvme_rs_irq(_irq: c_int, cookie: *mut c_void) -> bindings::irqreturn_t {
     // SAFETY: By the function's safety requirement.
     let queue = unsafe { &*cookie.cast::<IoQueue<'_>>() };
-    if queue.process_completions() > 0 {
+    // SAFETY: The queue's interrupt handler.
+    if unsafe { queue.process_completions() } > 0 {
         bindings::irqreturn::IRQ_HANDLED
     } else {
         bindings::irqreturn::IRQ_NONE
@@ -291,6 +330,7 @@ impl<'a> Pdu<'a> {
     }
 
     /// Unmaps the data and returns the PRP list to the pool.
+    #[inline]
     fn release(&mut self) {
         if self.first.take().is_some() {
             for map in self.more.iter_mut() {
@@ -544,55 +584,58 @@ fn map_data<'a>(
     dir: Direction,
 ) -> Result<usize, Status> {
     let mut pieces = rq.data();
-    let (virt, len) = pieces.next().ok_or(Status::IOERR)?;
-    if len == rq.bytes() {
+    let first = pieces.next().ok_or(Status::IOERR)?;
+    let total = rq.bytes() as usize;
+    if first.len == total {
         // Most small requests: one piece holds all of the data.
-        // SAFETY: The request's data, as `map_segment` requires.
-        pdu.first = Some(unsafe { map_segment(queue, virt, len as usize, dir) }?);
+        // SAFETY: The request's data, as `map_run` requires.
+        pdu.first = Some(unsafe { map_run(queue, first, dir) }?);
         return Ok(1);
     }
     let mut slots = pdu.slots();
     let mut mapped = 0;
-    let mut map = |(virt, len)| -> Result<(), Status> {
+    let mut map = |run: Piece| -> Result<(), Status> {
         let slot = slots.next().ok_or(Status::IOERR)?;
-        // SAFETY: A run of the request's data, as `map_segment` requires.
-        *slot = Some(unsafe { map_segment(queue, virt, len, dir) }?);
+        // SAFETY: A run of the request's data, as `map_run` requires.
+        *slot = Some(unsafe { map_run(queue, run, dir) }?);
         mapped += 1;
         Ok(())
     };
-    let mut bytes = len as usize;
-    let mut run = (virt, len as usize);
-    for (virt, len) in pieces {
-        let len = len as usize;
-        bytes += len;
-        if run.0.wrapping_add(run.1) == virt {
-            run.1 += len;
+    let mut bytes = first.len;
+    let mut run = first;
+    let mut run_end = first.address().wrapping_add(first.len);
+    for piece in pieces {
+        bytes += piece.len;
+        let start = piece.address();
+        if start == run_end {
+            run.len += piece.len;
         } else {
-            map(core::mem::replace(&mut run, (virt, len)))?;
+            map(core::mem::replace(&mut run, piece))?;
         }
+        run_end = start.wrapping_add(piece.len);
     }
     map(run)?;
-    if bytes != rq.bytes() as usize {
+    if bytes != total {
         return Err(Status::IOERR);
     }
     Ok(mapped)
 }
 
-/// Maps `len` bytes at `virt` for the device.
+/// Maps `run` for the device: a piece of a request's data, or pieces that follow it in memory.
 ///
 /// # Safety
 ///
-/// `virt` is a data segment of a request that the driver holds: page-allocator memory that blk-mq
-/// keeps alive and leaves to the driver until the request ends. The mapping must be dropped (by
+/// `run` is data of a request that the driver holds: page-allocator memory that blk-mq keeps alive
+/// and leaves to the driver until the request ends. The mapping must be dropped (by
 /// `Pdu::release`) before that.
-unsafe fn map_segment<'a>(
+#[inline]
+unsafe fn map_run<'a>(
     queue: &'a IoQueue<'a>,
-    virt: *mut u8,
-    len: usize,
+    run: Piece,
     dir: Direction,
 ) -> Result<Mapping<'a>, Status> {
     // SAFETY: By the function's safety requirement.
-    unsafe { Mapping::new(queue.ctrl.pdev.as_ref(), virt, len, dir, Attrs::NONE) }
+    unsafe { Mapping::from_page(queue.dev, run.page, run.offset, run.len, dir, Attrs::NONE) }
         .map_err(|_| Status::RESOURCE)
 }
 
@@ -753,7 +796,7 @@ unsafe extern "C" fn timeout(rq: *mut bindings::request) -> bindings::blk_eh_tim
 fn handle_timeout(queue: &IoQueue<'_>, rq: &Request<Pdu<'_>>) -> TimeoutAction {
     let ctrl = &queue.ctrl;
     // A completion whose interrupt was lost.
-    queue.process_completions();
+    queue.poll_completions();
     if rq.is_completed() {
         return TimeoutAction::Done;
     }

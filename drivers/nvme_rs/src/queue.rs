@@ -54,6 +54,7 @@ impl<'a> SubmissionQueue<'a> {
     /// Copies `command` into the tail slot, without telling the controller yet ([`Self::ring`]).
     /// The caller makes sure the queue has room (blk-mq's tags do, for I/O queues: there are fewer
     /// tags than entries).
+    #[inline]
     pub(crate) fn push(&mut self, command: Command) -> Result {
         self.entries.write(usize::from(self.tail), command)?;
         let next = self.tail + 1;
@@ -64,6 +65,7 @@ impl<'a> SubmissionQueue<'a> {
 
     /// Rings the tail doorbell if commands were pushed since the last time: once for a whole batch,
     /// and with shadow doorbells only by MMIO when the controller asks for it.
+    #[inline]
     pub(crate) fn ring(&mut self, bar: &Bar0<'_>, shadow: Option<&ShadowDoorbells<'_>>) -> Result {
         if self.rung == self.tail {
             return Ok(());
@@ -125,6 +127,7 @@ impl<'a> CompletionQueue<'a> {
     }
 
     /// Takes the entry at the head if the controller has posted it.
+    #[inline]
     pub(crate) fn pop(&mut self) -> Option<Completion> {
         let head = usize::from(self.head);
         // The phase tag alone first: the rest of the entry is only valid once it matches, and a
@@ -148,6 +151,7 @@ impl<'a> CompletionQueue<'a> {
 
     /// Tells the controller how far the driver has consumed; with shadow doorbells only by MMIO
     /// when the controller asks for it.
+    #[inline]
     pub(crate) fn ring(&mut self, bar: &Bar0<'_>, shadow: Option<&ShadowDoorbells<'_>>) -> Result {
         let old = core::mem::replace(&mut self.rung, self.head);
         if let Some(shadow) = shadow {

@@ -68,6 +68,7 @@ impl<'a> ShadowDoorbells<'a> {
     /// returns whether the controller must also be told by MMIO.
     ///
     /// Each doorbell has a single writer, the queue that owns it, under that queue's lock.
+    #[inline]
     pub(crate) fn update(&self, doorbell: usize, old: u16, new: u16) -> Result<bool> {
         let slot = doorbell.checked_sub(regs::SQ0TDBL).ok_or(EINVAL)? / 4;
         let shadow = self.doorbells.element_ptr(slot)?;
