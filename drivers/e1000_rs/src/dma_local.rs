@@ -615,18 +615,8 @@ impl<'a> Mapping<'a> {
                 attrs.bits(),
             )
         };
-        // SAFETY: `handle` was just returned by the DMA API for this device.
-        if unsafe { dma_local_mapping_error(raw_device(dev).cast(), handle) } != 0 {
-            return Err(ENOMEM);
-        }
-        // INVARIANT: mapped above, `len > 0`.
-        Ok(Self {
-            dev,
-            handle,
-            len,
-            dir,
-            attrs,
-        })
+        // SAFETY: Just returned by `dma_map_single_attrs` with these arguments.
+        unsafe { Self::checked(dev, handle, len, dir, attrs) }
     }
 
     /// Maps `len` bytes from `offset` into `page` (and the pages after it, physically contiguous)
@@ -662,12 +652,30 @@ impl<'a> Mapping<'a> {
                 attrs.bits(),
             )
         };
+        // SAFETY: Just returned by `dma_map_page_attrs` with these arguments.
+        unsafe { Self::checked(dev, handle, len, dir, attrs) }
+    }
+
+    /// The mapping `handle` of `len` bytes, or `ENOMEM` if the mapping failed.
+    ///
+    /// # Safety
+    ///
+    /// `handle` was just returned by `dma_map_single_attrs` or `dma_map_page_attrs` for `dev`,
+    /// `len > 0`, `dir` and `attrs`, and nothing else unmaps it.
+    #[inline]
+    unsafe fn checked(
+        dev: &'a Device<Bound>,
+        handle: DmaAddress,
+        len: usize,
+        dir: Direction,
+        attrs: Attrs,
+    ) -> Result<Self> {
         // SAFETY: `handle` was just returned by the DMA API for this device.
         if unsafe { dma_local_mapping_error(raw_device(dev).cast(), handle) } != 0 {
             return Err(ENOMEM);
         }
-        // INVARIANT: mapped above (`dma_unmap_single_attrs` unmaps what `dma_map_page_attrs`
-        // mapped: it is `dma_unmap_page_attrs`), `len > 0`.
+        // INVARIANT: mapped (`dma_unmap_single_attrs`, which `drop` calls, is
+        // `dma_unmap_page_attrs`), `len > 0`.
         Ok(Self {
             dev,
             handle,
