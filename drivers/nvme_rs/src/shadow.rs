@@ -67,7 +67,8 @@ impl<'a> ShadowDoorbells<'a> {
     /// Moves the doorbell at register offset `doorbell` from `old` to `new` in the shadow buffer;
     /// returns whether the controller must also be told by MMIO.
     ///
-    /// Each doorbell has a single writer, the queue that owns it, under that queue's lock.
+    /// Each doorbell has a single writer at a time: its submission queue under the queue's lock, or
+    /// its completion queue's owner (the interrupt handler, or a poller with the IRQ disabled).
     #[inline]
     pub(crate) fn update(&self, doorbell: usize, old: u16, new: u16) -> Result<bool> {
         let slot = doorbell.checked_sub(regs::SQ0TDBL).ok_or(EINVAL)? / 4;
