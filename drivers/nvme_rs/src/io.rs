@@ -55,7 +55,8 @@ pub(crate) struct Namespace {
 #[pin_data(PinnedDrop)]
 pub(crate) struct IoQueue<'a> {
     ctrl: Arc<Controller<'a>>,
-    /// The controller's device, for mapping data.
+    /// `ctrl.pdev` as a `Device`, kept because the conversion is an out-of-line kernel-crate call
+    /// that every mapping would otherwise make.
     dev: &'a Device<Bound>,
     qid: u16,
     #[pin]
