@@ -284,7 +284,7 @@ impl E1000<'_> {
         // guest fewer instructions than copying in either direction, with throughput level (see
         // the README).
         let tx = TxRing::new(dev, crate::module_parameters::tx_copy.value())?;
-        let rx = RxRing::new(dev, &self.netdev, crate::module_parameters::rx_copy.value())?;
+        let rx = RxRing::new(dev, crate::module_parameters::rx_copy.value())?;
         let (tx_base, tx_len) = tx.base();
         let (rx_base, rx_len) = rx.base();
         let bar = &self.bar;

@@ -78,6 +78,7 @@ extern "C" {
     fn e1000_rs_skb_data(skb: *mut bindings::sk_buff) -> *mut u8;
     fn e1000_rs_skb_len(skb: *mut bindings::sk_buff) -> c_uint;
     fn e1000_rs_skb_put(skb: *mut bindings::sk_buff, length: c_uint);
+    fn e1000_rs_skb_reserve(skb: *mut bindings::sk_buff, length: c_uint);
     fn e1000_rs_receive(napi: *mut NapiStruct, skb: *mut bindings::sk_buff);
     fn e1000_rs_free_skb(skb: *mut bindings::sk_buff);
     fn e1000_rs_consume_skb(skb: *mut bindings::sk_buff, budget: c_int);
@@ -513,6 +514,87 @@ impl Drop for Skb {
     fn drop(&mut self) {
         // SAFETY: `self.0` is a valid skb we own; freed once.
         unsafe { e1000_rs_free_skb(self.0.as_ptr()) };
+    }
+}
+
+/// Room the stack wants in front of a received frame: `NET_SKB_PAD + NET_IP_ALIGN` (checked in
+/// `netdev_shim.c`).
+const RX_HEADROOM: usize = 64;
+
+/// `SKB_DATA_ALIGN`: a length rounded up to whole cache lines.
+const fn skb_data_align(length: usize) -> usize {
+    length.next_multiple_of(bindings::SMP_CACHE_BYTES as usize)
+}
+
+/// A receive buffer: a page fragment with the headroom, the frame, and the `skb_shared_info` that
+/// `napi_build_skb` puts at its end. The skb is built around it only once a frame arrived, so no
+/// skb waits on the ring, and its head comes from NAPI's per-CPU cache instead of the slab.
+///
+/// # Invariants
+///
+/// `frame` is `RX_HEADROOM` bytes into a page fragment of [`RxBuffer::FRAGMENT_LEN`] bytes that
+/// this value owns.
+pub(crate) struct RxBuffer {
+    frame: NonNull<u8>,
+}
+
+// SAFETY: A page fragment may be freed or handed on from any thread.
+unsafe impl Send for RxBuffer {}
+
+impl RxBuffer {
+    /// Bytes of frame a buffer holds.
+    pub(crate) const FRAME_LEN: usize = 2048;
+    const FRAGMENT_LEN: usize = skb_data_align(RX_HEADROOM + Self::FRAME_LEN)
+        + skb_data_align(size_of::<bindings::skb_shared_info>());
+
+    /// Allocates a buffer (`netdev_alloc_frag`).
+    #[inline]
+    pub(crate) fn alloc() -> Option<Self> {
+        // SAFETY: No preconditions; from any context.
+        let fragment =
+            unsafe { bindings::__netdev_alloc_frag_align(Self::FRAGMENT_LEN as u32, !0) };
+        let fragment = NonNull::new(fragment.cast::<u8>())?;
+        // SAFETY: A fragment of `FRAGMENT_LEN` bytes has room for the headroom.
+        let frame = unsafe { fragment.add(RX_HEADROOM) };
+        // INVARIANT: `frame` is `RX_HEADROOM` bytes into the fragment just allocated.
+        Some(Self { frame })
+    }
+
+    /// Where the device writes the frame, [`RxBuffer::FRAME_LEN`] bytes.
+    #[inline]
+    pub(crate) fn frame(&self) -> *mut u8 {
+        self.frame.as_ptr()
+    }
+
+    /// An skb around the first `length` bytes of the frame, or `None` (the buffer freed) when no
+    /// skb head could be allocated.
+    ///
+    /// # Safety
+    ///
+    /// `length` is at most [`RxBuffer::FRAME_LEN`], and the device no longer writes the buffer.
+    #[inline]
+    pub(crate) unsafe fn into_skb(self, length: u32) -> Option<Skb> {
+        // SAFETY: The fragment starts `RX_HEADROOM` bytes before `frame` (type invariant).
+        let fragment = unsafe { self.frame.as_ptr().sub(RX_HEADROOM) };
+        // SAFETY: A page fragment of `FRAGMENT_LEN` bytes, with room for the shared info at its end
+        // (its length says so), that the device no longer writes (safety requirement).
+        let raw = unsafe { bindings::napi_build_skb(fragment.cast(), Self::FRAGMENT_LEN as u32) };
+        let mut skb = Skb(NonNull::new(raw)?);
+        // The skb owns the fragment now.
+        core::mem::forget(self);
+        // SAFETY: A fresh skb whose data starts at the fragment, with `RX_HEADROOM` bytes to
+        // spare.
+        unsafe { e1000_rs_skb_reserve(skb.0.as_ptr(), RX_HEADROOM as u32) };
+        // The device wrote `length` bytes, at most `FRAME_LEN` (safety requirement).
+        skb.put(length);
+        Some(skb)
+    }
+}
+
+impl Drop for RxBuffer {
+    fn drop(&mut self) {
+        // SAFETY: A page fragment this value owns (type invariant); any address inside it names it.
+        unsafe { bindings::page_frag_free(self.frame.as_ptr().cast()) };
     }
 }
 

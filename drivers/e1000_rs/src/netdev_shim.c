@@ -208,6 +208,13 @@ void e1000_rs_skb_put(struct sk_buff *skb, unsigned int length)
 	skb_put(skb, length);
 }
 
+void e1000_rs_skb_reserve(struct sk_buff *skb, unsigned int length)
+{
+	/* netdev.rs's RX_HEADROOM, which it reserves; NET_SKB_PAD is not constant at file scope. */
+	BUILD_BUG_ON(NET_SKB_PAD + NET_IP_ALIGN != 64);
+	skb_reserve(skb, length);
+}
+
 void e1000_rs_receive(struct napi_struct *napi, struct sk_buff *skb)
 {
 	skb->protocol = eth_type_trans(skb, napi->dev);

@@ -56,6 +56,7 @@ void e1000_rs_skb_checksum_complete(struct sk_buff *skb, __wsum checksum);
 u8 *e1000_rs_skb_data(struct sk_buff *skb);
 unsigned int e1000_rs_skb_len(struct sk_buff *skb);
 void e1000_rs_skb_put(struct sk_buff *skb, unsigned int length);
+void e1000_rs_skb_reserve(struct sk_buff *skb, unsigned int length);
 void e1000_rs_receive(struct napi_struct *napi, struct sk_buff *skb);
 void e1000_rs_free_skb(struct sk_buff *skb);
 void e1000_rs_consume_skb(struct sk_buff *skb, int budget);

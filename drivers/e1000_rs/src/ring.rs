@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The transmit and receive descriptor rings: descriptors in `dma_local` coherent memory. Packet
-//! data goes either through socket buffers mapped with `dma_local` streaming mappings, or through
-//! `dma_local` coherent buffers the frames are copied into or out of ([`CopyBuffers`]). By default
-//! both map, which costs fewest instructions (see the README).
+//! data goes either through memory mapped with `dma_local` streaming mappings (the socket buffers
+//! sent, page fragments received into), or through `dma_local` coherent buffers the frames are
+//! copied into or out of ([`CopyBuffers`]). By default both map, which costs fewest instructions
+//! (see the README).
 
 use core::cell::UnsafeCell;
 
@@ -15,7 +16,7 @@ use kernel::{
 };
 
 use crate::dma_local::{Attrs, Coherent, Direction, DmaAddress, Gfp, Mapping};
-use crate::netdev::{NetDev, Skb, Tso};
+use crate::netdev::{NetDev, RxBuffer, Skb, Tso};
 use crate::regs;
 use crate::{dma_read, dma_write};
 
@@ -23,6 +24,7 @@ use crate::{dma_read, dma_write};
 pub(crate) const RING_SIZE: usize = 256;
 /// Receive buffer size; RCTL.BSIZE = 0 selects 2048 bytes.
 pub(crate) const RX_BUFFER_SIZE: u32 = 2048;
+const _: () = assert!(RX_BUFFER_SIZE as usize == RxBuffer::FRAME_LEN);
 /// The queue is stopped when fewer descriptors than this are free, enough for the largest frame (a
 /// context, 64 KiB in 4 KiB pieces, and a piece more for each of up to 17 fragments and the linear
 /// part), and woken at [`TX_WAKE_THRESHOLD`].
@@ -72,10 +74,10 @@ fn next(i: usize) -> usize {
 }
 
 /// A receive buffer lent to the device; the mapping is declared first so that it is unmapped before
-/// the skb is freed.
+/// the buffer is freed.
 struct Slot<'a> {
     mapping: Mapping<'a>,
-    skb: Skb,
+    buffer: RxBuffer,
 }
 
 /// Words copied per bulk volatile access of a [`CopyBuffers`] buffer: one bounds check each, on a
@@ -664,13 +666,15 @@ pub(crate) struct RxRing<'a> {
     next_to_clean: usize,
     /// Inside a frame that spans several buffers (too long): drop until its end.
     discarding: bool,
-    /// Receive into these and copy out, instead of into mapped skbs; then `slots` stays empty.
+    /// Receive into these and copy out, instead of into mapped page fragments; then `slots` stays
+    /// empty.
     copy: Option<CopyBuffers<'a>>,
 }
 
 impl<'a> RxRing<'a> {
-    /// A ring with a buffer on every descriptor: a mapped skb, or a coherent buffer to copy from.
-    pub(crate) fn new(dev: &'a Device<Bound>, netdev: &NetDev, copy: bool) -> Result<Self> {
+    /// A ring with a buffer on every descriptor: a mapped page fragment, or a coherent buffer to
+    /// copy from.
+    pub(crate) fn new(dev: &'a Device<Bound>, copy: bool) -> Result<Self> {
         let mut ring = Self {
             dev,
             desc: Coherent::alloc(dev, RING_SIZE, Gfp::KERNEL)?,
@@ -687,7 +691,7 @@ impl<'a> RxRing<'a> {
             let (slot, addr) = match &ring.copy {
                 Some(copy) => (None, copy.dma(i)?),
                 None => {
-                    let slot = ring.new_buffer(netdev).ok_or(ENOMEM)?;
+                    let slot = ring.new_buffer().ok_or(ENOMEM)?;
                     let addr = slot.mapping.dma_handle();
                     (Some(slot), addr)
                 }
@@ -709,21 +713,22 @@ impl<'a> RxRing<'a> {
         (self.desc.dma_handle(), self.desc.size())
     }
 
-    fn new_buffer(&self, netdev: &NetDev) -> Option<Slot<'a>> {
-        let skb = netdev.alloc_rx_skb(RX_BUFFER_SIZE)?;
-        // SAFETY: A fresh skb has `RX_BUFFER_SIZE` bytes of slab or page memory at `data`, owned by
-        // the slot until the device filled it.
+    #[inline]
+    fn new_buffer(&self) -> Option<Slot<'a>> {
+        let buffer = RxBuffer::alloc()?;
+        // SAFETY: A fresh buffer has `RX_BUFFER_SIZE` bytes of page memory at `frame`, owned by the
+        // slot until the device filled it.
         let mapping = unsafe {
             Mapping::new(
                 self.dev,
-                skb.data(),
+                buffer.frame(),
                 RX_BUFFER_SIZE as usize,
                 Direction::FromDevice,
                 Attrs::NONE,
             )
         }
         .ok()?;
-        Some(Slot { mapping, skb })
+        Some(Slot { mapping, buffer })
     }
 
     /// Passes up to `budget` received frames to `deliver`, gives each descriptor a new buffer, and
@@ -785,15 +790,20 @@ impl<'a> RxRing<'a> {
                     }
                     None => done.dropped += 1,
                 }
-            } else if let Some(fresh) = self.new_buffer(netdev) {
-                let Slot {
-                    mapping, mut skb, ..
-                } = self.slots[i].replace(fresh).expect("type invariant");
+            } else if let Some(fresh) = self.new_buffer() {
+                let Slot { mapping, buffer } =
+                    self.slots[i].replace(fresh).expect("type invariant");
                 drop(mapping);
-                skb.put(u32::from(length));
-                done.frames.packets += 1;
-                done.frames.bytes += u64::from(length);
-                deliver(skb);
+                // SAFETY: Unmapped, so the device no longer writes it; it wrote `length` bytes, at
+                // most the buffer's size.
+                match unsafe { buffer.into_skb(u32::from(length)) } {
+                    Some(skb) => {
+                        done.frames.packets += 1;
+                        done.frames.bytes += u64::from(length);
+                        deliver(skb);
+                    }
+                    None => done.dropped += 1,
+                }
             } else {
                 // No memory for a new buffer: keep the old one and drop the frame.
                 done.dropped += 1;

@@ -214,7 +214,7 @@ fn main() {
         ]
     };
     for (variant, title) in [
-        "e1000_rs (default: skbs mapped with streaming DMA both ways)",
+        "e1000_rs (default: streaming DMA both ways, skbs out, page fragments in)",
         "e1000_rs rx_copy=1 (receive copies out of coherent buffers, transmit maps)",
         "e1000_rs tx_copy=1 rx_copy=1 (frames copied through coherent buffers both ways)",
     ]
