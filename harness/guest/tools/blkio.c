@@ -7,11 +7,12 @@
  *   blkio fill DEV SEED MIB [OFFSET_MIB]    write the SEED pattern over MIB MiB from OFFSET_MIB MiB
  *                                           in 1 MiB writes, then fsync
  *   blkio verify DEV SEED MIB [OFFSET_MIB]  read the same range back, count bad 512-byte sectors
- *   blkio bench DEV[,DEV...] MODE BS QD SECONDS [SPAN_MIB]
+ *   blkio bench DEV[,DEV...] MODE BS QD SECONDS [SPAN_MIB [SLICE]]
  *                                           MODE randread|seqread|seqwrite, BS bytes per request,
  *                                           QD requests kept in flight, over the first SPAN_MIB MiB
  *                                           (default and cap: the device size); several devices
- *                                           one after the other, with the same buffers
+ *                                           with the same buffers: one after the other, or with
+ *                                           SLICE taking turns every SLICE seconds
  *   blkio hammer DEV SECONDS                4 KiB reads, each written back, at random offsets in
  *                                           the first 64 MiB until an I/O error or SECONDS pass
  *
@@ -60,11 +61,13 @@ static const char usage_text[] =
 	"  blkio fill DEV SEED MIB [OFFSET_MIB]    write the SEED pattern over MIB MiB from\n"
 	"                                          OFFSET_MIB MiB (default 0), then fsync\n"
 	"  blkio verify DEV SEED MIB [OFFSET_MIB]  read it back, count bad 512-byte sectors\n"
-	"  blkio bench DEV[,DEV...] MODE BS QD SECONDS [SPAN_MIB]\n"
+	"  blkio bench DEV[,DEV...] MODE BS QD SECONDS [SPAN_MIB [SLICE]]\n"
 	"        MODE randread|seqread|seqwrite, BS multiple of 512 (max 8 MiB), QD 1..256,\n"
 	"        SECONDS up to 600 (decimals allowed), SPAN_MIB default and cap: the device size;\n"
-	"        devices one after the other with the same buffers (BLKIO_MARK set: mark each run\n"
-	"        for the harness's instruction counter)\n"
+	"        devices with the same buffers, one after the other (BLKIO_MARK set: mark each run\n"
+	"        for the harness's instruction counter), or with SLICE (seconds) taking turns\n"
+	"        until each had SECONDS, in the order ABBA ABBA..., so that slow spells of the host\n"
+	"        fall on all of them alike\n"
 	"  blkio hammer DEV SECONDS                4 KiB read+write-back in the first 64 MiB\n"
 	"                                          until an I/O error or SECONDS pass\n"
 	"SEED: decimal or 0x-hex 64-bit number. MIB, OFFSET_MIB, SPAN_MIB: decimal MiB.\n"
@@ -383,11 +386,13 @@ static const char *const mode_names[] = { "randread", "seqread", "seqwrite" };
 enum slot_state { IDLE, PREPARED, IN_FLIGHT };
 
 struct bench {
+	const char *dev;
 	int fd;
 	enum mode mode;
 	aio_context_t ctx;
 	uint64_t bs, qd, span, rng, next_seq;
 	uint64_t ios, bytes, errors, in_flight;
+	double elapsed;
 	int stop;
 	struct iocb cbs[MAX_QD];
 	enum slot_state state[MAX_QD];
@@ -497,20 +502,17 @@ static void mark(int enabled)
 #endif
 }
 
-/* One device's run over the buffers in b; prints its line. Returns the exit code. */
-static int bench_device(struct bench *b, const char *dev, uint64_t span_mib, double seconds,
-			int marks)
+/* Opens b->dev and sets up its context and counters. Returns the exit code. */
+static int bench_open(struct bench *b, uint64_t span_mib)
 {
-	double start, deadline, elapsed;
 	uint64_t size, i;
-	int stuck;
 
-	b->fd = open_device("bench", dev, b->mode == SEQWRITE ? O_WRONLY : O_RDONLY);
+	b->fd = open_device("bench", b->dev, b->mode == SEQWRITE ? O_WRONLY : O_RDONLY);
 	if (b->fd < 0)
 		return 2;
 	size = device_size(b->fd);
 	if (!size) {
-		fprintf(stderr, "blkio: bench: cannot tell the size of %s\n", dev);
+		fprintf(stderr, "blkio: bench: cannot tell the size of %s\n", b->dev);
 		return 2;
 	}
 	b->span = span_mib && span_mib * MIB < size ? span_mib * MIB : size;
@@ -527,11 +529,18 @@ static int bench_device(struct bench *b, const char *dev, uint64_t span_mib, dou
 		return 2;
 	}
 	b->rng = 0x2545f4914f6cdd1dULL;	/* fixed, so runs read the same offsets */
-	b->next_seq = 0;
-	b->ios = b->bytes = b->errors = b->in_flight = 0;
-	b->stop = 0;
 	for (i = 0; i < b->qd; i++)
 		b->state[i] = IDLE;
+	return 0;
+}
+
+/*
+ * Keeps QD requests in flight for `seconds`, then waits a bounded time for them to come back, so
+ * that nothing of this run overlaps the next one's; the waiting counts in the elapsed time.
+ */
+static void bench_run(struct bench *b, double seconds, int marks)
+{
+	double start, deadline;
 
 	mark(marks);
 	start = now();
@@ -550,7 +559,6 @@ static int bench_device(struct bench *b, const char *dev, uint64_t span_mib, dou
 		}
 		bench_reap(b, left < 0.5 ? left : 0.5);
 	}
-	/* Stop submitting, then give what is in flight a bounded time to come back. */
 	deadline = now() + REAP_LIMIT;
 	while (b->in_flight) {
 		double left = deadline - now();
@@ -559,18 +567,26 @@ static int bench_device(struct bench *b, const char *dev, uint64_t span_mib, dou
 			break;
 		bench_reap(b, left < 1 ? left : 1);
 	}
-	elapsed = now() - start;
+	b->elapsed += now() - start;
 	mark(marks);
-	stuck = b->in_flight != 0;
+	if (b->in_flight)
+		b->stop = 1;
+}
+
+/* Prints b's line and closes it. Returns the exit code. */
+static int bench_report(struct bench *b)
+{
+	int stuck = b->in_flight != 0;
+
 	if (stuck) {
 		fprintf(stderr, "blkio: bench: %" PRIu64 " requests still in flight %.0f s after "
 			"stopping\n", b->in_flight, REAP_LIMIT);
 		b->errors += b->in_flight;
 	}
 	printf("bench dev=%s mode=%s bs=%" PRIu64 " qd=%" PRIu64 " ios=%" PRIu64 " bytes=%" PRIu64
-	       " seconds=%.3f iops=%.1f mbps=%.2f errors=%" PRIu64 "\n", dev, mode_names[b->mode],
-	       b->bs, b->qd, b->ios, b->bytes, elapsed, b->ios / elapsed,
-	       b->bytes / 1e6 / elapsed, b->errors);
+	       " seconds=%.3f iops=%.1f mbps=%.2f errors=%" PRIu64 "\n", b->dev, mode_names[b->mode],
+	       b->bs, b->qd, b->ios, b->bytes, b->elapsed, b->ios / b->elapsed,
+	       b->bytes / 1e6 / b->elapsed, b->errors);
 	/* The kernel waits for hung requests when the context goes away; the line is out first. */
 	fflush(stdout);
 	if (stuck)
@@ -581,23 +597,50 @@ static int bench_device(struct bench *b, const char *dev, uint64_t span_mib, dou
 }
 
 /*
- * argv = bench DEV[,DEV...] MODE BS QD SECONDS [SPAN_MIB]. Several devices are measured one after
- * the other with the same buffers: the buffers' physical pages decide how many segments a request
- * has, so separate processes would not give the devices' drivers the same work.
+ * The devices take turns every `slice` seconds until each had `seconds`, in the order ABBA ABBA
+ * (for two; forwards then backwards for more), so that a slow spell of the host, or a drift, falls
+ * on all of them alike instead of on whichever ran during it. A device that fails ends the turns.
+ */
+static void bench_in_turns(struct bench **b, int n, double seconds, double slice)
+{
+	long turns = (long)(seconds / slice), turn;
+	int i, k;
+
+	if (turns * slice < seconds)
+		turns++;
+
+	for (turn = 0; turn < turns; turn++) {
+		double left = seconds - turn * slice, run = left < slice ? left : slice;
+
+		for (k = 0; k < n; k++) {
+			i = turn % 2 ? n - 1 - k : k;
+			bench_run(b[i], run, 0);
+			if (b[i]->stop)
+				return;
+		}
+	}
+}
+
+#define MAX_BENCH_DEVICES 8
+
+/*
+ * argv = bench DEV[,DEV...] MODE BS QD SECONDS [SPAN_MIB [SLICE]]. Several devices are measured
+ * with the same buffers, one at a time: the buffers' physical pages decide how many segments a
+ * request has, so separate processes would not give the devices' drivers the same work.
  */
 static int cmd_bench(int argc, char **argv)
 {
 	uint64_t span_mib = 0, i;
-	double seconds;
-	struct bench *b;
+	double seconds, slice = 0;
+	struct bench *b[MAX_BENCH_DEVICES];
 	char *devs, *dev, *save = NULL;
-	int marks = getenv("BLKIO_MARK") != NULL, rc = 0;
+	int marks = getenv("BLKIO_MARK") != NULL, rc = 0, n = 0, opened = 0, k;
 
-	if (argc != 6 && argc != 7)
-		return usage("%s takes DEV[,DEV...] MODE BS QD SECONDS [SPAN_MIB]", argv[0]);
-	b = calloc(1, sizeof(*b));
+	if (argc < 6 || argc > 8)
+		return usage("%s takes DEV[,DEV...] MODE BS QD SECONDS [SPAN_MIB [SLICE]]", argv[0]);
 	devs = strdup(argv[1]);
-	if (!b || !devs) {
+	b[0] = calloc(1, sizeof(*b[0]));
+	if (!b[0] || !devs) {
 		fprintf(stderr, "blkio: bench: out of memory\n");
 		return 2;
 	}
@@ -605,36 +648,73 @@ static int cmd_bench(int argc, char **argv)
 		;
 	if (i == 3)
 		return usage("bad MODE '%s': want randread, seqread or seqwrite", argv[2]);
-	b->mode = i;
-	if (parse_u64(argv[3], 0, SECTOR, MAX_BS, &b->bs) || b->bs % SECTOR)
+	b[0]->mode = i;
+	if (parse_u64(argv[3], 0, SECTOR, MAX_BS, &b[0]->bs) || b[0]->bs % SECTOR)
 		return usage("bad BS '%s': want a multiple of 512 bytes, at most 8388608", argv[3]);
-	if (parse_u64(argv[4], 0, 1, MAX_QD, &b->qd))
+	if (parse_u64(argv[4], 0, 1, MAX_QD, &b[0]->qd))
 		return usage("bad QD '%s': want 1..256", argv[4]);
-	if (b->bs * b->qd > MAX_BUFFERS)
+	if (b[0]->bs * b[0]->qd > MAX_BUFFERS)
 		return usage("BS * QD is over 256 MiB of buffers%s", "");
 	if (parse_seconds(argv[5], &seconds))
 		return usage("bad SECONDS '%s': want a decimal number, more than 0, at most 600",
 			     argv[5]);
-	if (argc == 7 && parse_u64(argv[6], 0, 1, MAX_MIB, &span_mib))
+	if (argc >= 7 && parse_u64(argv[6], 0, 1, MAX_MIB, &span_mib))
 		return usage("bad SPAN_MIB '%s': want a decimal number of MiB, 1..16777216",
 			     argv[6]);
-	for (i = 0; i < b->qd; i++) {
-		b->bufs[i] = aligned_buffer(b->bs);
-		if (!b->bufs[i]) {
+	if (argc == 8 && parse_seconds(argv[7], &slice))
+		return usage("bad SLICE '%s': want a decimal number, more than 0, at most 600",
+			     argv[7]);
+	for (i = 0; i < b[0]->qd; i++) {
+		b[0]->bufs[i] = aligned_buffer(b[0]->bs);
+		if (!b[0]->bufs[i]) {
 			fprintf(stderr, "blkio: bench: out of memory\n");
 			return 2;
 		}
 		/* Constant and non-zero, so dropped writes are not mistaken for zeroes. */
-		memset(b->bufs[i], 0xa5, b->bs);
+		memset(b[0]->bufs[i], 0xa5, b[0]->bs);
 	}
-	for (dev = strtok_r(devs, ",", &save); dev && rc < 2; dev = strtok_r(NULL, ",", &save)) {
-		int r = bench_device(b, dev, span_mib, seconds, marks);
+	for (dev = strtok_r(devs, ",", &save); dev; dev = strtok_r(NULL, ",", &save)) {
+		if (n == MAX_BENCH_DEVICES)
+			return usage("more than 8 devices in '%s'", argv[1]);
+		if (n) {
+			/* Same mode, sizes and buffers as the first. */
+			b[n] = malloc(sizeof(*b[n]));
+			if (!b[n]) {
+				fprintf(stderr, "blkio: bench: out of memory\n");
+				return 2;
+			}
+			*b[n] = *b[0];
+		}
+		b[n++]->dev = dev;
+	}
+	if (!slice) {
+		for (k = 0; k < n && rc < 2; k++) {
+			int r = bench_open(b[k], span_mib);
+
+			if (!r) {
+				bench_run(b[k], seconds, marks);
+				r = bench_report(b[k]);
+			}
+			if (r > rc)
+				rc = r;
+			/* A request that never completed leaves its context and device behind: stop. */
+			if (r == 1 && b[k]->in_flight)
+				break;
+		}
+		return rc;
+	}
+	for (; opened < n; opened++) {
+		rc = bench_open(b[opened], span_mib);
+		if (rc)
+			break;
+	}
+	if (!rc)
+		bench_in_turns(b, n, seconds, slice);
+	for (k = 0; k < opened; k++) {
+		int r = bench_report(b[k]);
 
 		if (r > rc)
 			rc = r;
-		/* A request that never completed leaves its context and device behind: stop. */
-		if (r == 1 && b->in_flight)
-			break;
 	}
 	return rc;
 }

@@ -1,11 +1,14 @@
 //! Benchmark: nvme_rs against the C nvme driver in one boot, on identical controllers. The VM has
 //! four NVMe controllers: two on QEMU's `null-co` backend and two on raw image files; of each pair,
-//! one is bound to nvme_rs and one to the C driver. Every figure is measured on both drivers back to
-//! back, round after round (the order alternating every round, and which controller of a pair
-//! each driver gets every other round), so both see the same VM, boot, slots and host load; the
-//! figure reported is the median of the per-round ratios. One `blkio` process measures both, with
-//! the same buffers: how many segments a request has depends on whether its buffer's pages are
-//! contiguous, so buffers of their own would give the two drivers different work.
+//! one is bound to nvme_rs and one to the C driver. Every figure is measured on both drivers round
+//! after round (the order alternating every round, and which controller of a pair each driver gets
+//! every other round), so both see the same VM, boot, slots and host load; the figure reported is
+//! the median of the per-round ratios. Within a round the two drivers take turns every
+//! [`SLICE_SECONDS`] (`blkio bench ... SLICE`): the host's slow spells last longer than that, so
+//! they fall on both alike instead of on whichever ran whole seconds during them. One `blkio`
+//! process measures both, with the same buffers: how many segments a request has depends on
+//! whether its buffer's pages are contiguous, so buffers of their own would give the two drivers
+//! different work.
 //!
 //! The VM boots with kmemleak and DMA-API debugging off (`Vm::without_debug_checks`): on the test
 //! kernel their stack walks were most of the instructions of a 4k read, for either driver.
@@ -28,6 +31,8 @@ use harness::{
 const MIB: u64 = 1024 * 1024;
 /// The region each figure works on, pre-filled on the file backend.
 const SPAN_MIB: u64 = 256;
+/// How long each driver runs before the other takes its turn, when measuring throughput.
+const SLICE_SECONDS: &str = "0.2";
 
 /// One figure: what `blkio bench` runs and what it reports.
 struct Figure {
@@ -78,6 +83,8 @@ const FIGURES: [Figure; 4] = [
 const BACKENDS: [&str; 2] = ["null", "file"];
 
 fn script(rounds: u32, seconds: u32, count: bool) -> String {
+    // The instruction counter marks each driver's whole run, so it needs them one after the other.
+    let slice = if count { "" } else { SLICE_SECONDS };
     let mut s = format!(
         r#"
 set -- $(for d in /sys/bus/pci/devices/*; do
@@ -133,7 +140,7 @@ while [ $round -lt {rounds} ]; do
             s += &format!(
                 r#"    devs=""
     for driver in $order; do eval dev=\$"{backend}_$driver"; devs="$devs,/dev/$dev"; done
-    out=$(taskset 1 blkio bench ${{devs#,}} {mode} {bs} {qd} {seconds} {SPAN_MIB})
+    out=$(taskset 1 blkio bench ${{devs#,}} {mode} {bs} {qd} {seconds} {SPAN_MIB} {slice})
     echo "$out" >/dev/kmsg
     for driver in $order; do
         eval dev=\$"{backend}_$driver"
@@ -183,8 +190,13 @@ fn main() {
         vm = vm.count_instructions();
     }
     println!(
-        "nvme benchmark: {rounds} rounds, {seconds} s per figure and driver, {SPAN_MIB} MiB span, \
-         2 vCPUs, blkio (Linux AIO, O_DIRECT), kmemleak and DMA-API debugging off{}",
+        "nvme benchmark: {rounds} rounds, {seconds} s per figure and driver{}, {SPAN_MIB} MiB \
+         span, 2 vCPUs, blkio (Linux AIO, O_DIRECT), kmemleak and DMA-API debugging off{}",
+        if count {
+            String::new()
+        } else {
+            format!(" in turns of {SLICE_SECONDS} s")
+        },
         if count {
             "; guest instructions per I/O (lower is better)"
         } else {
