@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark: TCP throughput both ways and ping latency of e1000_rs against the C e1000, same VMs and
-# boot, drivers swapped between rounds. Prints the ratios. Usage: scripts/bench-e1000.sh [--instructions] [ROUNDS]
+# boot, one NIC each, taking turns within every round. Prints the ratios.
+# Usage: scripts/bench-e1000.sh [--instructions] [ROUNDS]
 # (--instructions: guest instructions on the DUT per MiB and per ping instead, counted by a QEMU plugin)
 set -euo pipefail
 cd "$(dirname "$0")/.."

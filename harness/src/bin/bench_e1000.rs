@@ -1,92 +1,169 @@
-//! Benchmark: e1000_rs against the C e1000 on the same setup, in one run. Two VMs joined by a socket
-//! link on 127.0.0.1; the peer always runs the C e1000; the DUT measures both of its drivers back to
-//! back in every round (the order alternating), so both see the same VMs, boot and host load. The
-//! figure reported is the median of the per-round ratios (`harness::stats`). Both VMs boot with
-//! kmemleak and DMA-API debugging off (`Vm::without_debug_checks`), as a benchmark should.
+//! Benchmark: e1000_rs against the C e1000 on the same setup, in one run. Two VMs, each with two
+//! e1000 NICs, joined by two socket links on 127.0.0.1; the peer runs the C e1000 on both. On the
+//! DUT one NIC is bound to e1000_rs and the other to the C e1000 (which one swaps every other
+//! round, so that neither driver always has the same slot and link), and the two take turns
+//! within a round: [`TURNS`] times each, in the order ABBA ..., a ping burst, a transfer to the
+//! peer and one back. The host's slow spells last seconds, so in turns they fall on both drivers
+//! alike instead of on whichever ran a whole 32 MiB during them. The figure reported is the
+//! median of the per-round ratios (`harness::stats`). Both VMs boot with kmemleak and DMA-API
+//! debugging off (`Vm::without_debug_checks`), as a benchmark should.
+//!
+//! Each round measures e1000_rs three ways (its default, `rx_copy=1`, `tx_copy=1 rx_copy=1`),
+//! each against the C driver in turns with it.
 //!
 //! With `--instructions`, the DUT counts guest instructions instead (`Vm::count_instructions`, a
 //! QEMU plugin), and the figures are what each driver costs the DUT's CPUs: instructions per MiB sent
-//! and received and per ping, exact where the timings move by tens of percent between rounds.
+//! and received and per ping, exact where the timings move by tens of percent between rounds. The
+//! drivers then take one turn each per round: the counts need no interleaving.
 //!
 //! Run through `scripts/bench-e1000.sh [--instructions] [ROUNDS]`.
 
 use harness::{stats::Paired, Scenario, SocketLink, Vm};
 
+/// MiB each way per round and driver, and pings per round and driver, split over the turns.
 const MIB: u32 = 32;
-
-/// Pings per round and driver.
 const PINGS: u32 = 200;
+/// Turns per round and driver when measuring time.
+const TURNS: u32 = 4;
+/// vCPUs per VM.
+const CPUS: u32 = 1;
 
-fn dut_script(rounds: u32, count: bool) -> String {
+/// The e1000_rs variants measured, as `(name, module parameters, title)`.
+const VARIANTS: [(&str, &str, &str); 3] = [
+    (
+        "rs",
+        "",
+        "e1000_rs (default: streaming DMA both ways, skbs out, page fragments in)",
+    ),
+    (
+        "rs_rxcopy",
+        "rx_copy=1",
+        "e1000_rs rx_copy=1 (receive copies out of coherent buffers, transmit maps)",
+    ),
+    (
+        "rs_copy",
+        "tx_copy=1 rx_copy=1",
+        "e1000_rs tx_copy=1 rx_copy=1 (frames copied through coherent buffers both ways)",
+    ),
+];
+
+/// Shell functions both VMs use: their two NICs by PCI address (sorted: the NIC on link `a`
+/// first), and each NIC's interface.
+const NICS: &str = r#"
+set -- $(for d in /sys/bus/pci/devices/*; do
+    [ "$(cat "$d/vendor"):$(cat "$d/device")" = 0x8086:0x100e ] && echo "${d##*/}"; done | sort)
+nic_a=$1 nic_b=$2
+iface_of() { ls "/sys/bus/pci/devices/$1/net" 2>/dev/null | head -n 1 | grep .; }
+# up PCI ADDRESS: brings the NIC's interface up with ADDRESS/24.
+up() { dev=$(iface_of "$1") && ip link set "$dev" up && ip addr add "$2/24" dev "$dev"; }
+"#;
+
+fn dut_script(rounds: u32, turns: u32, count: bool) -> String {
+    let variants: String = VARIANTS
+        .iter()
+        .map(|(name, params, _)| format!("{name}:{} ", params.replace(' ', ",")))
+        .collect();
     format!(
-        r#"
-export PEER=169.254.0.2
-dd if=/dev/urandom of=/tmp/data bs=1M count={MIB} 2>/dev/null
+        r#"{NICS}
+dd if=/dev/urandom of=/tmp/data bs=1M count={chunk} 2>/dev/null
+insmod /modules/e1000.ko
 # With instruction counting, `mark` records the count before and after each measurement.
 marks=0
 measure_mark() {{ if [ {count} = true ]; then mark; marks=$((marks + 1)); fi; }}
+# Transfers so far on each link, to find the peer's report of each.
+sent_a=0 sent_b=0
+# bind SLOTS PARAMS: e1000_rs (with PARAMS, commas for spaces) on the first|second NIC, the C
+# e1000 on the other, both up.
+bind() {{
+    for a in $nic_a $nic_b; do
+        [ -e /sys/bus/pci/devices/$a/driver ] && echo $a >/sys/bus/pci/devices/$a/driver/unbind
+    done
+    [ -d /sys/module/e1000_rs ] && rmmod e1000_rs
+    if [ $1 = first ]; then rs_nic=$nic_a c_nic=$nic_b; else rs_nic=$nic_b c_nic=$nic_a; fi
+    echo e1000_rs >/sys/bus/pci/devices/$rs_nic/driver_override
+    echo e1000 >/sys/bus/pci/devices/$c_nic/driver_override
+    insmod /modules/e1000_rs.ko $(echo "$2" | tr , ' ') || return 1
+    echo $c_nic >/sys/bus/pci/drivers_probe
+    wait_for 10 iface_of $nic_a && wait_for 10 iface_of $nic_b || return 1
+    up $nic_a 10.0.0.1 && up $nic_b 10.0.1.1 || return 1
+    wait_for 30 ping -c 1 -W 1 10.0.0.2 && wait_for 30 ping -c 1 -W 1 10.0.1.2
+}}
+# measure KEY LINK: one turn on LINK (a|b): pings, a transfer to the peer, one back.
+measure() {{
+    if [ $2 = a ]; then peer=10.0.0.2 port=6001 back=6002 n=$sent_a; sent_a=$((sent_a + 1))
+    else peer=10.0.1.2 port=6003 back=6004 n=$sent_b; sent_b=$((sent_b + 1)); fi
+    measure_mark
+    rtt=$(ping -c {pings} -i 0.01 $peer | sed -n 's|.*min/avg/max = [0-9.]*/\([0-9.]*\)/.*|\1|p')
+    measure_mark
+    diag "$1.rtt_ms=$rtt"
+    diag "$1.ping_mark=$marks"
+    diag "$1.transfer=$2.$n"
+    measure_mark
+    netpipe send $peer $port </tmp/data 2>/dev/null
+    measure_mark
+    diag "$1.tx_mark=$marks"
+    measure_mark
+    rx=$(netpipe recv $back 2>&1 >/dev/null)
+    measure_mark
+    diag "$1.rx=$rx"
+    diag "$1.rx_mark=$marks"
+}}
 round=0
-n=0
 while [ $round -lt {rounds} ]; do
-  # Who goes first alternates, so that neither driver always runs right after the other.
-  if [ $((round % 2)) = 0 ]; then order="e1000 e1000_rs e1000_rs_rxcopy e1000_rs_copy"; else order="e1000_rs_copy e1000_rs_rxcopy e1000_rs e1000"; fi
-  for driver in $order; do
-    # e1000_rs with its defaults (socket buffers mapped with streaming DMA both ways), receiving by
-    # copying out of coherent buffers, and copying both ways.
-    case $driver in
-      e1000_rs_rxcopy) module=e1000_rs; insmod /modules/e1000_rs.ko rx_copy=1 ;;
-      e1000_rs_copy) module=e1000_rs; insmod /modules/e1000_rs.ko tx_copy=1 rx_copy=1 ;;
-      *) module=$driver; insmod /modules/$driver.ko ;;
-    esac
-    wait_for 10 test -d /sys/class/net/eth0
-    ip link set eth0 up && ip addr add 169.254.0.1/16 dev eth0
-    wait_for 30 ping -c 1 -W 1 $PEER
-    measure_mark
-    rtt=$(ping -c {PINGS} -i 0.01 $PEER | sed -n 's|.*min/avg/max = [0-9.]*/\([0-9.]*\)/.*|\1|p')
-    measure_mark
-    diag "round$round.$driver.rtt_ms=$rtt"
-    diag "round$round.$driver.ping_mark=$marks"
-    diag "round$round.$driver.transfer=$n"
-    measure_mark
-    netpipe send $PEER 6001 </tmp/data 2>/dev/null
-    measure_mark
-    diag "round$round.$driver.tx_mark=$marks"
-    measure_mark
-    rx=$(netpipe recv 6002 2>&1 >/dev/null)
-    measure_mark
-    diag "round$round.$driver.rx=$rx"
-    diag "round$round.$driver.rx_mark=$marks"
-    rmmod $module
-    n=$((n + 1))
-  done
-  round=$((round + 1))
+    if [ $((round / 2 % 2)) = 0 ]; then slots=first; else slots=second; fi
+    for variant in {variants}; do
+        name=${{variant%%:*}}
+        bind $slots "${{variant#*:}}" || {{ diag "round$round.$name: the NICs did not come up"; break 2; }}
+        if [ $slots = first ]; then link_rs=a link_c=b; else link_rs=b link_c=a; fi
+        turn=0
+        while [ $turn -lt {turns} ]; do
+            # ABBA: who goes first alternates every turn, and every round.
+            if [ $(((round + turn) % 2)) = 0 ]; then order="c $name"; else order="$name c"; fi
+            for who in $order; do
+                if [ $who = c ]; then link=$link_c; else link=$link_rs; fi
+                measure "round$round.$name.$who.turn$turn" $link
+            done
+            turn=$((turn + 1))
+        done
+    done
+    round=$((round + 1))
 done
 check benchmark-done true
-"#
+"#,
+        chunk = MIB / turns,
+        pings = PINGS / turns,
     )
 }
 
-fn peer_script(rounds: u32) -> String {
+fn peer_script(rounds: u32, turns: u32) -> String {
+    let per_link = rounds * VARIANTS.len() as u32 * turns;
     format!(
-        r#"
-export DUT=169.254.0.1
-dd if=/dev/urandom of=/tmp/data bs=1M count={MIB} 2>/dev/null
+        r#"{NICS}
+dd if=/dev/urandom of=/tmp/data bs=1M count={chunk} 2>/dev/null
 insmod /modules/e1000.ko
-ip link set eth0 up && ip addr add 169.254.0.2/16 dev eth0
-n=0
-while [ $n -lt $(({rounds} * 4)) ]; do
-    tx=$(netpipe recv 6001 2>&1 >/dev/null)
-    diag "transfer$n.tx=$tx"
-    netpipe send $DUT 6002 </tmp/data 2>/dev/null
-    n=$((n + 1))
-done
+wait_for 10 iface_of $nic_a && wait_for 10 iface_of $nic_b
+up $nic_a 10.0.0.2 && up $nic_b 10.0.1.2
+# serve LINK PORT DUT BACK: on LINK, receive each transfer from the DUT and send one back.
+serve() {{
+    n=0
+    while [ $n -lt {per_link} ]; do
+        tx=$(netpipe recv $2 2>&1 >/dev/null)
+        diag "$1.$n.tx=$tx"
+        netpipe send $3 $4 </tmp/data 2>/dev/null
+        n=$((n + 1))
+    done
+}}
+serve a 6001 10.0.0.1 6002 &
+serve b 6003 10.0.1.1 6004 &
+wait
 check benchmark-done true
-"#
+"#,
+        chunk = MIB / turns,
     )
 }
 
-/// MB/s from netpipe's "bytes=N seconds=S".
-fn mbps(report: &str) -> Option<f64> {
+/// Bytes and seconds from netpipe's "bytes=N seconds=S".
+fn transferred(report: &str) -> Option<(f64, f64)> {
     let mut bytes = None;
     let mut seconds = None;
     for field in report.split_whitespace() {
@@ -96,7 +173,15 @@ fn mbps(report: &str) -> Option<f64> {
             seconds = s.parse::<f64>().ok();
         }
     }
-    Some(bytes? / seconds? / 1e6)
+    Some((bytes?, seconds?))
+}
+
+/// MB/s over several transfers: all their bytes over all their time.
+fn mbps(transfers: &[(f64, f64)]) -> f64 {
+    let (bytes, seconds) = transfers
+        .iter()
+        .fold((0.0, 0.0), |(b, s), (tb, ts)| (b + tb, s + ts));
+    bytes / seconds / 1e6
 }
 
 fn main() {
@@ -106,30 +191,43 @@ fn main() {
         .next()
         .and_then(|a| a.parse().ok())
         .unwrap_or(if count { 2 } else { 7 });
-    let link = SocketLink::new().expect("free ports");
+    let turns = if count { 1 } else { TURNS };
+    let links = [
+        SocketLink::new().expect("free ports"),
+        SocketLink::new().expect("free ports"),
+    ];
     let mut dut = Vm::new("dut")
+        .cpus(CPUS)
         .memory_mib(768)
         .module("drivers/e1000_rs")
         .kernel_module("drivers/net/ethernet/intel/e1000/e1000.ko")
         .tool("netpipe")
-        .nic("e1000", link.listen())
+        .nic("e1000", links[0].listen())
+        .nic("e1000", links[1].listen())
         .without_debug_checks()
-        .script(&dut_script(rounds, count))
+        .script(&dut_script(rounds, turns, count))
         .timeout(std::time::Duration::from_secs(1800));
     if count {
         dut = dut.count_instructions();
     }
     let peer = Vm::new("peer")
+        .cpus(CPUS)
         .memory_mib(768)
         .kernel_module("drivers/net/ethernet/intel/e1000/e1000.ko")
         .tool("netpipe")
-        .nic("e1000", link.connect())
+        .nic("e1000", links[0].connect())
+        .nic("e1000", links[1].connect())
         .without_debug_checks()
-        .script(&peer_script(rounds))
+        .script(&peer_script(rounds, turns))
         .timeout(std::time::Duration::from_secs(1800));
     println!(
-        "e1000 benchmark: {rounds} rounds per driver, {MIB} MiB each way per round, {PINGS} pings \
-         per round, kmemleak and DMA-API debugging off{}",
+        "e1000 benchmark: {rounds} rounds, {MIB} MiB each way and {PINGS} pings per round and \
+         driver, {}, kmemleak and DMA-API debugging off{}",
+        if count {
+            "the drivers one after the other".to_string()
+        } else {
+            format!("the drivers taking {TURNS} turns each")
+        },
         if count {
             "; guest instructions on the DUT (lower is better)"
         } else {
@@ -151,49 +249,54 @@ fn main() {
             std::process::exit(1);
         }
     };
-    // Figures per Rust variant: TX, RX, RTT, each paired with the C driver's in the same round.
+    // Figures per Rust variant: TX, RX, RTT, each paired with the C driver's in the same turns.
     let mut figures: [[Paired; 3]; 3] = Default::default();
     for round in 0..rounds {
-        let figure =
-            |driver: &str, key: &str| dut.ktap.diagnostic(&format!("round{round}.{driver}.{key}"));
-        // Instructions of the run ending at the mark noted as `key`, per `unit`.
-        let counted = |driver: &str, key: &str, unit: f64| -> Option<f64> {
-            let mark = figure(driver, key)?.parse().ok()?;
-            Some(marks.run_ending_at(mark)? as f64 / unit)
-        };
-        let measured = |driver: &str| -> [f64; 3] {
-            let (sent, received, ping) = if count {
-                (
-                    counted(driver, "tx_mark", f64::from(MIB)),
-                    counted(driver, "rx_mark", f64::from(MIB)),
-                    counted(driver, "ping_mark", f64::from(PINGS)),
-                )
-            } else {
-                (
-                    figure(driver, "transfer")
-                        .and_then(|n| peer.ktap.diagnostic(&format!("transfer{n}.tx")))
-                        .and_then(mbps),
-                    figure(driver, "rx").and_then(mbps),
-                    figure(driver, "rtt_ms").and_then(|v| v.parse::<f64>().ok()),
-                )
-            };
-            match (sent, received, ping) {
-                (Some(sent), Some(received), Some(ping)) => [sent, received, ping],
-                _ => {
-                    eprintln!(
-                        "round {round} {driver}: missing results; see {}",
-                        dut.console_log.display()
-                    );
-                    std::process::exit(1);
+        for (variant, (name, _, _)) in VARIANTS.iter().enumerate() {
+            // One driver's figures over its turns of this round and variant.
+            let measured = |who: &str| -> Option<[f64; 3]> {
+                let mut sent = Vec::new();
+                let mut received = Vec::new();
+                let mut rtt = 0.0;
+                // Instructions of the runs ending at the marks noted as `key`, summed over turns.
+                let mut counted = [0u64; 3];
+                for turn in 0..turns {
+                    let figure = |key: &str| {
+                        dut.ktap
+                            .diagnostic(&format!("round{round}.{name}.{who}.turn{turn}.{key}"))
+                    };
+                    if count {
+                        for (sum, key) in
+                            counted.iter_mut().zip(["tx_mark", "rx_mark", "ping_mark"])
+                        {
+                            *sum += marks.run_ending_at(figure(key)?.parse().ok()?)?;
+                        }
+                    } else {
+                        sent.push(transferred(
+                            peer.ktap
+                                .diagnostic(&format!("{}.tx", figure("transfer")?))?,
+                        )?);
+                        received.push(transferred(figure("rx")?)?);
+                        rtt += figure("rtt_ms")?.parse::<f64>().ok()? / f64::from(turns);
+                    }
                 }
-            }
-        };
-        let c = measured("e1000");
-        for (variant, driver) in ["e1000_rs", "e1000_rs_rxcopy", "e1000_rs_copy"]
-            .iter()
-            .enumerate()
-        {
-            let rs = measured(driver);
+                Some(if count {
+                    [
+                        counted[0] as f64 / f64::from(MIB),
+                        counted[1] as f64 / f64::from(MIB),
+                        counted[2] as f64 / f64::from(PINGS),
+                    ]
+                } else {
+                    [mbps(&sent), mbps(&received), rtt]
+                })
+            };
+            let (Some(c), Some(rs)) = (measured("c"), measured(name)) else {
+                eprintln!(
+                    "round {round} {name}: missing results; see {}",
+                    dut.console_log.display()
+                );
+                std::process::exit(1);
+            };
             for k in 0..3 {
                 figures[variant][k].c.push(c[k]);
                 figures[variant][k].rs.push(rs[k]);
@@ -213,14 +316,7 @@ fn main() {
             "ping RTT (ms, lower is better)",
         ]
     };
-    for (variant, title) in [
-        "e1000_rs (default: streaming DMA both ways, skbs out, page fragments in)",
-        "e1000_rs rx_copy=1 (receive copies out of coherent buffers, transmit maps)",
-        "e1000_rs tx_copy=1 rx_copy=1 (frames copied through coherent buffers both ways)",
-    ]
-    .iter()
-    .enumerate()
-    {
+    for (variant, (_, _, title)) in VARIANTS.iter().enumerate() {
         println!();
         println!("{title}");
         println!("{}", Paired::header("C e1000", "e1000_rs"));
