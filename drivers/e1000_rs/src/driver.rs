@@ -407,9 +407,12 @@ impl E1000<'_> {
                 self.netdev.wake_queue();
             }
         }
-        let (done, tail) = rx.clean(&self.netdev, budget.max(0) as usize, |skb| {
-            napi.receive(skb)
-        });
+        // SAFETY: This is the NAPI poll.
+        let (done, tail) = unsafe {
+            rx.clean(&self.netdev, budget.max(0) as usize, |skb| {
+                napi.receive(skb)
+            })
+        };
         if let Some(tail) = tail {
             self.bar.write32(tail as u32, regs::RDT);
         }

@@ -571,13 +571,15 @@ impl RxBuffer {
     ///
     /// # Safety
     ///
-    /// `length` is at most [`RxBuffer::FRAME_LEN`], and the device no longer writes the buffer.
+    /// `length` is at most [`RxBuffer::FRAME_LEN`], the device no longer writes the buffer, and the
+    /// caller is a NAPI poll: bottom halves are disabled, as NAPI's skb cache needs.
     #[inline]
     pub(crate) unsafe fn into_skb(self, length: u32) -> Option<Skb> {
         // SAFETY: The fragment starts `RX_HEADROOM` bytes before `frame` (type invariant).
         let fragment = unsafe { self.frame.as_ptr().sub(RX_HEADROOM) };
         // SAFETY: A page fragment of `FRAGMENT_LEN` bytes, with room for the shared info at its end
-        // (its length says so), that the device no longer writes (safety requirement).
+        // (its length says so), that the device no longer writes, in a NAPI poll (safety
+        // requirements).
         let raw = unsafe { bindings::napi_build_skb(fragment.cast(), Self::FRAGMENT_LEN as u32) };
         let mut skb = Skb(NonNull::new(raw)?);
         // The skb owns the fragment now.

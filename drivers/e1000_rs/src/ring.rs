@@ -733,7 +733,11 @@ impl<'a> RxRing<'a> {
 
     /// Passes up to `budget` received frames to `deliver`, gives each descriptor a new buffer, and
     /// returns the new tail for RDT (if any descriptor was given back).
-    pub(crate) fn clean(
+    ///
+    /// # Safety
+    ///
+    /// Called from the NAPI poll (bottom halves disabled), where skbs are built.
+    pub(crate) unsafe fn clean(
         &mut self,
         netdev: &NetDev,
         budget: usize,
@@ -757,7 +761,11 @@ impl<'a> RxRing<'a> {
             seen += 1;
 
             let end_of_packet = status & regs::DESC_STATUS_EOP != 0;
-            let good = errors == 0 && end_of_packet && !self.discarding && length >= ETH_HLEN;
+            // A length past the buffer would be the device's fault; it is dropped as a length error.
+            let good = errors == 0
+                && end_of_packet
+                && !self.discarding
+                && (ETH_HLEN..=RX_BUFFER_SIZE as u16).contains(&length);
             if !good {
                 // The buffer stays on the descriptor; the frame is counted and dropped.
                 if errors != 0 {
@@ -794,8 +802,8 @@ impl<'a> RxRing<'a> {
                 let Slot { mapping, buffer } =
                     self.slots[i].replace(fresh).expect("type invariant");
                 drop(mapping);
-                // SAFETY: Unmapped, so the device no longer writes it; it wrote `length` bytes, at
-                // most the buffer's size.
+                // SAFETY: Unmapped, so the device no longer writes it; `length` is at most the
+                // buffer's size (`good`); from the NAPI poll (safety requirement).
                 match unsafe { buffer.into_skb(u32::from(length)) } {
                     Some(skb) => {
                         done.frames.packets += 1;
