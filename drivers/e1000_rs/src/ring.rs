@@ -22,9 +22,9 @@ use crate::{dma_read, dma_write};
 
 /// Descriptors per ring (the C driver's default).
 pub(crate) const RING_SIZE: usize = 256;
-/// Receive buffer size; RCTL.BSIZE = 0 selects 2048 bytes.
-pub(crate) const RX_BUFFER_SIZE: u32 = 2048;
-const _: () = assert!(RX_BUFFER_SIZE as usize == RxBuffer::FRAME_LEN);
+/// Receive buffer size, 2048 bytes, as RCTL.BSIZE = 0 selects.
+pub(crate) const RX_BUFFER_SIZE: u32 = RxBuffer::FRAME_LEN as u32;
+const _: () = assert!(RX_BUFFER_SIZE == 2048);
 /// The queue is stopped when fewer descriptors than this are free, enough for the largest frame (a
 /// context, 64 KiB in 4 KiB pieces, and a piece more for each of up to 17 fragments and the linear
 /// part), and woken at [`TX_WAKE_THRESHOLD`].

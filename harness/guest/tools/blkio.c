@@ -705,11 +705,16 @@ static int cmd_bench(int argc, char **argv)
 	}
 	for (; opened < n; opened++) {
 		rc = bench_open(b[opened], span_mib);
-		if (rc)
-			break;
+		if (rc) {
+			/* Nothing ran: no lines to print. */
+			for (k = 0; k < opened; k++) {
+				aio_destroy(b[k]->ctx);
+				close(b[k]->fd);
+			}
+			return rc;
+		}
 	}
-	if (!rc)
-		bench_in_turns(b, n, seconds, slice);
+	bench_in_turns(b, n, seconds, slice);
 	for (k = 0; k < opened; k++) {
 		int r = bench_report(b[k]);
 
