@@ -409,7 +409,7 @@ impl E1000<'_> {
         }
         // SAFETY: This is the NAPI poll.
         let (done, tail) = unsafe {
-            rx.clean(&self.netdev, budget.max(0) as usize, |skb| {
+            rx.clean(&self.netdev, napi, budget.max(0) as usize, |skb| {
                 napi.receive(skb)
             })
         };

@@ -311,6 +311,20 @@ impl Napi {
         unsafe { e1000_rs_napi_complete_done(self.0, work_done) }
     }
 
+    /// Allocates an skb for a received frame of `length` bytes, with headroom
+    /// (`napi_alloc_skb`: its head from NAPI's per-CPU cache).
+    ///
+    /// # Safety
+    ///
+    /// Called from this context's poll.
+    #[inline]
+    pub(crate) unsafe fn alloc_skb(self, length: u32) -> Option<Skb> {
+        // SAFETY: The context belongs to a live `net_device`, and its poll is running (safety
+        // requirement). `NapiStruct` is the C `struct napi_struct`.
+        let raw = unsafe { bindings::napi_alloc_skb(self.0.cast(), length) };
+        NonNull::new(raw).map(Skb)
+    }
+
     /// Passes a received frame to the stack.
     pub(crate) fn receive(self, skb: Skb) {
         let raw = skb.into_raw();
