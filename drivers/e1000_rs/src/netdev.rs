@@ -73,7 +73,6 @@ extern "C" {
     fn e1000_rs_napi_schedule(napi: *mut NapiStruct);
     fn e1000_rs_napi_complete_done(napi: *mut NapiStruct, work_done: c_int) -> bool;
     fn e1000_rs_rx_checksum_enabled(dev: *mut NetDevice) -> bool;
-    fn e1000_rs_alloc_rx_skb(dev: *mut NetDevice, length: c_uint) -> *mut bindings::sk_buff;
     fn e1000_rs_skb_checksum_complete(skb: *mut bindings::sk_buff, checksum: u32);
     fn e1000_rs_skb_data(skb: *mut bindings::sk_buff) -> *mut u8;
     fn e1000_rs_skb_len(skb: *mut bindings::sk_buff) -> c_uint;
@@ -264,12 +263,6 @@ impl NetDev {
     pub(crate) fn rx_checksum_enabled(&self) -> bool {
         // SAFETY: `raw` is valid.
         unsafe { e1000_rs_rx_checksum_enabled(self.raw()) }
-    }
-
-    /// Allocates a receive buffer of `length` bytes, IP-aligned.
-    pub(crate) fn alloc_rx_skb(&self, length: u32) -> Option<Skb> {
-        // SAFETY: `raw` is valid.
-        NonNull::new(unsafe { e1000_rs_alloc_rx_skb(self.raw(), length) }).map(Skb)
     }
 }
 

@@ -182,11 +182,6 @@ bool e1000_rs_rx_checksum_enabled(struct net_device *dev)
 	return dev->features & NETIF_F_RXCSUM;
 }
 
-struct sk_buff *e1000_rs_alloc_rx_skb(struct net_device *dev, unsigned int length)
-{
-	return netdev_alloc_skb_ip_align(dev, length);
-}
-
 void e1000_rs_skb_checksum_complete(struct sk_buff *skb, __wsum checksum)
 {
 	skb->ip_summed = CHECKSUM_COMPLETE;

@@ -51,7 +51,6 @@ void e1000_rs_napi_disable(struct napi_struct *napi);
 void e1000_rs_napi_schedule(struct napi_struct *napi);
 bool e1000_rs_napi_complete_done(struct napi_struct *napi, int work_done);
 bool e1000_rs_rx_checksum_enabled(struct net_device *dev);
-struct sk_buff *e1000_rs_alloc_rx_skb(struct net_device *dev, unsigned int length);
 void e1000_rs_skb_checksum_complete(struct sk_buff *skb, __wsum checksum);
 u8 *e1000_rs_skb_data(struct sk_buff *skb);
 unsigned int e1000_rs_skb_len(struct sk_buff *skb);

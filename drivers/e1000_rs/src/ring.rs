@@ -781,67 +781,18 @@ impl<'a> RxRing<'a> {
                 if let Some(slot) = self.slots[i].as_mut() {
                     slot.mapping.sync_for_device();
                 }
-            } else if let Some(copy) = &self.copy {
-                // Room for `copy_out`'s whole words.
-                match netdev.alloc_rx_skb(u32::from(length).next_multiple_of(8)) {
-                    Some(mut skb) => {
-                        // SAFETY: A fresh skb has room for `length` rounded up to 8 bytes at
-                        // `data`.
-                        match unsafe { copy.copy_out(i, skb.data(), usize::from(length)) } {
-                            Ok(checksum) => {
-                                skb.put(u32::from(length));
-                                if rx_checksum {
-                                    skb.set_checksum_complete(checksum);
-                                }
-                                done.frames.packets += 1;
-                                done.frames.bytes += u64::from(length);
-                                deliver(skb);
-                            }
-                            Err(_) => done.dropped += 1,
-                        }
-                    }
-                    None => done.dropped += 1,
-                }
-            } else if length <= RX_COPYBREAK {
-                let slot = self.slots[i].as_mut().expect("type invariant");
-                // SAFETY: From the NAPI poll (safety requirement).
-                match unsafe { napi.alloc_skb(u32::from(length)) } {
-                    Some(mut skb) => {
-                        slot.mapping.sync_for_cpu();
-                        // SAFETY: The buffer holds the `length` bytes the device wrote, synced for
-                        // the CPU; the fresh skb has room for `length` bytes at `data`.
-                        unsafe {
-                            core::ptr::copy_nonoverlapping(
-                                slot.buffer.frame(),
-                                skb.data(),
-                                usize::from(length),
-                            )
-                        };
-                        slot.mapping.sync_for_device();
-                        skb.put(u32::from(length));
-                        done.frames.packets += 1;
-                        done.frames.bytes += u64::from(length);
-                        deliver(skb);
-                    }
-                    None => done.dropped += 1,
-                }
-            } else if let Some(fresh) = self.new_buffer() {
-                let Slot { mapping, buffer } =
-                    self.slots[i].replace(fresh).expect("type invariant");
-                drop(mapping);
-                // SAFETY: Unmapped, so the device no longer writes it; `length` is at most the
-                // buffer's size (`good`); from the NAPI poll (safety requirement).
-                match unsafe { buffer.into_skb(u32::from(length)) } {
+            } else {
+                // SAFETY: From the NAPI poll (safety requirement); the device is done with the
+                // descriptor and wrote `length` bytes, at most the buffer's size (`good`).
+                match unsafe { self.take_frame(i, length, napi, rx_checksum) } {
                     Some(skb) => {
                         done.frames.packets += 1;
                         done.frames.bytes += u64::from(length);
                         deliver(skb);
                     }
+                    // No memory: the buffer stays on the descriptor, the frame is dropped.
                     None => done.dropped += 1,
                 }
-            } else {
-                // No memory for a new buffer: keep the old one and drop the frame.
-                done.dropped += 1;
             }
             let addr = match (&self.copy, self.slots[i].as_ref()) {
                 (Some(copy), _) => copy.dma(i).ok(),
@@ -856,6 +807,59 @@ impl<'a> RxRing<'a> {
             self.next_to_clean = next(i);
         }
         (done, tail)
+    }
+}
+
+impl RxRing<'_> {
+    /// The frame in descriptor `i`'s buffer as an skb, leaving the descriptor a buffer: copied out
+    /// of a coherent buffer or of a mapped one (frames up to [`RX_COPYBREAK`]), or handed over
+    /// with a fresh buffer in its place. `None` when memory ran out (or a copy failed its bounds
+    /// check); the old buffer stays.
+    ///
+    /// # Safety
+    ///
+    /// Called from the NAPI poll; the device is done with descriptor `i` and wrote `length` bytes,
+    /// at most the buffer's size.
+    #[inline]
+    unsafe fn take_frame(
+        &mut self,
+        i: usize,
+        length: u16,
+        napi: Napi,
+        rx_checksum: bool,
+    ) -> Option<Skb> {
+        if let Some(copy) = &self.copy {
+            // Room for `copy_out`'s whole words.
+            // SAFETY: From the NAPI poll (safety requirement).
+            let mut skb = unsafe { napi.alloc_skb(u32::from(length).next_multiple_of(8)) }?;
+            // SAFETY: A fresh skb has room for `length` rounded up to 8 bytes at `data`.
+            let checksum = unsafe { copy.copy_out(i, skb.data(), usize::from(length)) }.ok()?;
+            skb.put(u32::from(length));
+            if rx_checksum {
+                skb.set_checksum_complete(checksum);
+            }
+            return Some(skb);
+        }
+        if length <= RX_COPYBREAK {
+            let slot = self.slots[i].as_mut().expect("type invariant");
+            // SAFETY: From the NAPI poll (safety requirement).
+            let mut skb = unsafe { napi.alloc_skb(u32::from(length)) }?;
+            slot.mapping.sync_for_cpu();
+            // SAFETY: The buffer holds the `length` bytes the device wrote, synced for the CPU;
+            // the fresh skb has room for `length` bytes at `data`.
+            unsafe {
+                core::ptr::copy_nonoverlapping(slot.buffer.frame(), skb.data(), usize::from(length))
+            };
+            slot.mapping.sync_for_device();
+            skb.put(u32::from(length));
+            return Some(skb);
+        }
+        let fresh = self.new_buffer()?;
+        let Slot { mapping, buffer } = self.slots[i].replace(fresh).expect("type invariant");
+        drop(mapping);
+        // SAFETY: Unmapped, so the device no longer writes it; `length` is at most the buffer's
+        // size, and this is the NAPI poll (safety requirements).
+        unsafe { buffer.into_skb(u32::from(length)) }
     }
 }
 

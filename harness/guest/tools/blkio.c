@@ -577,16 +577,19 @@ static void bench_run(struct bench *b, double seconds, int marks)
 static int bench_report(struct bench *b)
 {
 	int stuck = b->in_flight != 0;
+	double per_second;
 
 	if (stuck) {
 		fprintf(stderr, "blkio: bench: %" PRIu64 " requests still in flight %.0f s after "
 			"stopping\n", b->in_flight, REAP_LIMIT);
 		b->errors += b->in_flight;
 	}
+	/* A device whose turn never came (another one hung) ran for no time. */
+	per_second = b->elapsed > 0 ? 1 / b->elapsed : 0;
 	printf("bench dev=%s mode=%s bs=%" PRIu64 " qd=%" PRIu64 " ios=%" PRIu64 " bytes=%" PRIu64
 	       " seconds=%.3f iops=%.1f mbps=%.2f errors=%" PRIu64 "\n", b->dev, mode_names[b->mode],
-	       b->bs, b->qd, b->ios, b->bytes, b->elapsed, b->ios / b->elapsed,
-	       b->bytes / 1e6 / b->elapsed, b->errors);
+	       b->bs, b->qd, b->ios, b->bytes, b->elapsed, b->ios * per_second,
+	       b->bytes / 1e6 * per_second, b->errors);
 	/* The kernel waits for hung requests when the context goes away; the line is out first. */
 	fflush(stdout);
 	if (stuck)
@@ -599,9 +602,11 @@ static int bench_report(struct bench *b)
 /*
  * The devices take turns every `slice` seconds until each had `seconds`, in the order ABBA ABBA
  * (for two; forwards then backwards for more), so that a slow spell of the host, or a drift, falls
- * on all of them alike instead of on whichever ran during it. A device that fails ends the turns.
+ * on all of them alike instead of on whichever ran during it. With `slice` = `seconds`, one turn
+ * each: one after the other. A device with an error sits out its later turns; one with a request
+ * that never came back ends them all.
  */
-static void bench_in_turns(struct bench **b, int n, double seconds, double slice)
+static void bench_in_turns(struct bench **b, int n, double seconds, double slice, int marks)
 {
 	long turns = (long)(seconds / slice), turn;
 	int i, k;
@@ -614,8 +619,11 @@ static void bench_in_turns(struct bench **b, int n, double seconds, double slice
 
 		for (k = 0; k < n; k++) {
 			i = turn % 2 ? n - 1 - k : k;
-			bench_run(b[i], run, 0);
 			if (b[i]->stop)
+				continue;
+			bench_run(b[i], run, marks);
+			/* A request that never completed leaves its context and device behind: stop. */
+			if (b[i]->in_flight)
 				return;
 		}
 	}
@@ -634,7 +642,7 @@ static int cmd_bench(int argc, char **argv)
 	double seconds, slice = 0;
 	struct bench *b[MAX_BENCH_DEVICES];
 	char *devs, *dev, *save = NULL;
-	int marks = getenv("BLKIO_MARK") != NULL, rc = 0, n = 0, opened = 0, k;
+	int marks = getenv("BLKIO_MARK") != NULL, rc = 0, n = 0, k;
 
 	if (argc < 6 || argc > 8)
 		return usage("%s takes DEV[,DEV...] MODE BS QD SECONDS [SPAN_MIB [SLICE]]", argv[0]);
@@ -687,35 +695,22 @@ static int cmd_bench(int argc, char **argv)
 		}
 		b[n++]->dev = dev;
 	}
-	if (!slice) {
-		for (k = 0; k < n && rc < 2; k++) {
-			int r = bench_open(b[k], span_mib);
-
-			if (!r) {
-				bench_run(b[k], seconds, marks);
-				r = bench_report(b[k]);
-			}
-			if (r > rc)
-				rc = r;
-			/* A request that never completed leaves its context and device behind: stop. */
-			if (r == 1 && b[k]->in_flight)
-				break;
-		}
-		return rc;
-	}
-	for (; opened < n; opened++) {
-		rc = bench_open(b[opened], span_mib);
+	/* Without SLICE, one turn each: the devices one after the other. */
+	if (!slice)
+		slice = seconds;
+	for (k = 0; k < n; k++) {
+		rc = bench_open(b[k], span_mib);
 		if (rc) {
 			/* Nothing ran: no lines to print. */
-			for (k = 0; k < opened; k++) {
+			while (k--) {
 				aio_destroy(b[k]->ctx);
 				close(b[k]->fd);
 			}
 			return rc;
 		}
 	}
-	bench_in_turns(b, n, seconds, slice);
-	for (k = 0; k < opened; k++) {
+	bench_in_turns(b, n, seconds, slice, marks);
+	for (k = 0; k < n; k++) {
 		int r = bench_report(b[k]);
 
 		if (r > rc)
