@@ -1,6 +1,9 @@
 //! A VM's description and the QEMU command line it turns into. TCG only: the machines here have no VT-x.
 
+use std::net::UdpSocket;
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The QEMU machine type.
@@ -15,7 +18,7 @@ pub enum Machine {
 }
 
 /// Where a NIC's frames go. Never slirp, tap or bridge: traffic stays inside QEMU or on 127.0.0.1.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum NetBackend {
     /// A QEMU hub inside this VM, by number: NICs on the same hub see each other's frames.
     Hub(u32),
@@ -23,14 +26,11 @@ pub enum NetBackend {
     SocketListen(u16),
     /// Connect to a peer VM listening on 127.0.0.1:port.
     SocketConnect(u16),
-    /// Datagrams between 127.0.0.1:local and 127.0.0.1:remote, one frame each: no stream to stall
-    /// when one side's receive ring is full, which is how a wire behaves.
-    SocketUdp {
-        /// This VM's port.
-        local: u16,
-        /// The peer VM's port.
-        remote: u16,
-    },
+    /// Datagrams, one frame each, on a UDP socket bound and connected on 127.0.0.1 that QEMU
+    /// inherits (`-netdev dgram,local.type=fd`, the datagram half of `-netdev socket` since QEMU
+    /// 7.2): no stream to stall when one side's receive ring is full, which is how a wire behaves.
+    /// See [`crate::SocketLink`].
+    SocketUdp(Arc<UdpSocket>),
 }
 
 /// A network card.
@@ -220,6 +220,17 @@ impl Vm {
         self
     }
 
+    /// The file descriptors QEMU must inherit: the sockets its `local.type=fd` netdevs name.
+    pub(crate) fn inherited_fds(&self) -> Vec<std::os::fd::RawFd> {
+        self.nics
+            .iter()
+            .filter_map(|nic| match &nic.backend {
+                NetBackend::SocketUdp(socket) => Some(socket.as_raw_fd()),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The QEMU arguments for this VM; files it needs are created in `dir`. `plugin` is the
     /// instruction counter, when the VM counts instructions.
     pub(crate) fn qemu_args(
@@ -315,8 +326,11 @@ impl Vm {
                 NetBackend::SocketConnect(port) => {
                     format!("socket,id=net{i},connect=127.0.0.1:{port}")
                 }
-                NetBackend::SocketUdp { local, remote } => {
-                    format!("socket,id=net{i},udp=127.0.0.1:{remote},localaddr=127.0.0.1:{local}")
+                NetBackend::SocketUdp(socket) => {
+                    format!(
+                        "dgram,id=net{i},local.type=fd,local.str={}",
+                        socket.as_raw_fd()
+                    )
                 }
             };
             let b = bus(&mut args);

@@ -2,9 +2,12 @@
 
 use std::fmt::Write as _;
 use std::fs::File;
+use std::net::UdpSocket;
+use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::initramfs::Initramfs;
@@ -24,43 +27,100 @@ pub struct Scenario {
     handlers: Vec<(String, String, Handler)>,
 }
 
-/// A `-netdev socket` pair on 127.0.0.1 between two VMs of a scenario: UDP datagrams, one frame each.
+/// A socket netdev pair on 127.0.0.1 between two VMs of a scenario: UDP datagrams, one frame each.
 ///
 /// The stream flavour (`listen=`/`connect=`, [`NetBackend::SocketListen`]) stalls in QEMU 7.2: traffic
 /// from the connecting side towards the listening side stops for good after a few hundred frames (seen
 /// here with the C e1000 on both ends). Datagrams behave like a wire: a frame nobody takes is dropped.
-#[derive(Debug, Clone, Copy)]
+///
+/// The harness opens both sockets and QEMU inherits them (`-netdev dgram,local.type=fd`), so that
+/// each can have a receive buffer of [`SocketLink::RECEIVE_BUFFER`]: with the default (208 KiB,
+/// some 90 frames) the host dropped hundreds of frames per 8 MiB transfer whenever a VM's QEMU was
+/// descheduled for a moment, and TCP spent the time recovering; a wire at these rates loses none.
+/// (`-netdev socket,fd=` would not do: for an inherited UDP socket QEMU 7.2 sends to an empty
+/// address, which the kernel refuses.)
+#[derive(Debug, Clone)]
 pub struct SocketLink {
-    a: u16,
-    b: u16,
+    a: Arc<UdpSocket>,
+    b: Arc<UdpSocket>,
 }
 
 impl SocketLink {
-    /// A link on two ports that are free now.
+    /// Bytes of frames each end's socket holds while its VM is not reading them.
+    pub const RECEIVE_BUFFER: usize = 4 << 20;
+
+    /// Two sockets on free ports of 127.0.0.1, each connected to the other.
     pub fn new() -> Result<SocketLink> {
-        let a = std::net::UdpSocket::bind("127.0.0.1:0")?;
-        let b = std::net::UdpSocket::bind("127.0.0.1:0")?;
+        let a = UdpSocket::bind("127.0.0.1:0")?;
+        let b = UdpSocket::bind("127.0.0.1:0")?;
+        a.connect(b.local_addr()?)?;
+        b.connect(a.local_addr()?)?;
+        for socket in [&a, &b] {
+            set_receive_buffer(socket, Self::RECEIVE_BUFFER)?;
+        }
         Ok(SocketLink {
-            a: a.local_addr()?.port(),
-            b: b.local_addr()?.port(),
+            a: Arc::new(a),
+            b: Arc::new(b),
         })
     }
 
     /// One end.
     pub fn listen(&self) -> NetBackend {
-        NetBackend::SocketUdp {
-            local: self.a,
-            remote: self.b,
-        }
+        NetBackend::SocketUdp(self.a.clone())
     }
 
     /// The other end.
     pub fn connect(&self) -> NetBackend {
-        NetBackend::SocketUdp {
-            local: self.b,
-            remote: self.a,
-        }
+        NetBackend::SocketUdp(self.b.clone())
     }
+
+    /// Frames the two ends' sockets have dropped so far for want of room.
+    pub fn dropped(&self) -> Result<u64> {
+        Ok(u64::from(dropped(&self.a)?) + u64::from(dropped(&self.b)?))
+    }
+}
+
+/// Sets `socket`'s receive buffer to `bytes`: past the host's `net.core.rmem_max` where the harness
+/// may (`SO_RCVBUFFORCE`, as root), up to it otherwise.
+fn set_receive_buffer(socket: &UdpSocket, bytes: usize) -> Result<()> {
+    let value = libc::c_int::try_from(bytes).map_err(|_| err!("receive buffer {bytes} too big"))?;
+    let set = |option| {
+        // SAFETY: `value` is a live `c_int` of the size passed; the descriptor is `socket`'s.
+        unsafe {
+            libc::setsockopt(
+                socket.as_raw_fd(),
+                libc::SOL_SOCKET,
+                option,
+                (&raw const value).cast(),
+                size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        }
+    };
+    if set(libc::SO_RCVBUFFORCE) == 0 || set(libc::SO_RCVBUF) == 0 {
+        Ok(())
+    } else {
+        Err(err!("SO_RCVBUF: {}", std::io::Error::last_os_error()))
+    }
+}
+
+/// Datagrams `socket` has dropped so far (`SO_MEMINFO`'s drop counter).
+fn dropped(socket: &UdpSocket) -> Result<u32> {
+    let mut meminfo = [0u32; libc::SK_MEMINFO_DROPS as usize + 1];
+    let mut len = size_of_val(&meminfo) as libc::socklen_t;
+    // SAFETY: `meminfo` is writable for `len` bytes, which the kernel fills at most.
+    let rc = unsafe {
+        libc::getsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_MEMINFO,
+            meminfo.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(err!("SO_MEMINFO: {}", std::io::Error::last_os_error()));
+    }
+    Ok(meminfo[libc::SK_MEMINFO_DROPS as usize])
 }
 
 /// What one VM left behind.
@@ -233,11 +293,26 @@ impl Scenario {
         let args = vm.qemu_args(&dir, &env.bzimage(), &initrd, plugin.as_deref())?;
         std::fs::write(dir.join("qemu.cmdline"), shell_words(&args))?;
         let log = File::create(dir.join("qemu.log"))?;
-        let child = Command::new("qemu-system-x86_64")
+        let inherited = vm.inherited_fds();
+        let mut command = Command::new("qemu-system-x86_64");
+        command
             .args(&args)
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
-            .stderr(log)
+            .stderr(log);
+        // SAFETY: Between fork and exec the closure only calls `fcntl`, which is async-signal-safe,
+        // on descriptors this process holds open (the VM's sockets) and allocates nothing.
+        unsafe {
+            command.pre_exec(move || {
+                for &fd in &inherited {
+                    if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                Ok(())
+            })
+        };
+        let child = command
             .spawn()
             .map_err(|e| err!("cannot start qemu-system-x86_64 (run scripts/setup.sh): {e}"))?;
         for nic in &vm.nics {

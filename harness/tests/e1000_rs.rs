@@ -1,4 +1,4 @@
-//! e1000_rs end to end: two VMs joined by a `-netdev socket` pair on 127.0.0.1; the DUT runs e1000_rs,
+//! e1000_rs end to end: two VMs joined by a UDP socket netdev pair on 127.0.0.1; the DUT runs e1000_rs,
 //! the peer the C e1000.
 
 use harness::{Scenario, SocketLink, Vm};

@@ -242,6 +242,15 @@ fn main() {
         }
     };
     let (dut, peer) = (outcome.vm("dut"), outcome.vm("peer"));
+    // Frames the host dropped between the VMs (TCP resends them, at a cost in time).
+    match links
+        .iter()
+        .map(SocketLink::dropped)
+        .sum::<harness::Result<u64>>()
+    {
+        Ok(dropped) => println!("frames the host dropped on the links: {dropped}"),
+        Err(e) => eprintln!("{e}"),
+    }
     let marks = match count.then(|| dut.instruction_marks()).transpose() {
         Ok(marks) => marks.unwrap_or_default(),
         Err(e) => {
