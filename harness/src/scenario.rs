@@ -17,6 +17,10 @@ use crate::{build_module, err, problems, Env, Ktap, Qmp, Result, Vm};
 /// The guest's `/init`: mounts, KTAP helpers, runs `/scenario.sh`, checks kmemleak, reboots.
 const GUEST_INIT: &str = include_str!("../guest/init.sh");
 
+/// How long the other VMs of a scenario may go on once one has ended failing: long enough to
+/// finish reporting, where waiting for a peer that will not come would last until the timeout.
+const AFTER_FAILURE: Duration = Duration::from_secs(30);
+
 /// What the host does when a guest asks (`request NAME` in the guest script).
 type Handler = Box<dyn FnMut(&mut Qmp) -> Result<()> + Send>;
 
@@ -223,6 +227,8 @@ struct Running {
     child: Child,
     started: Instant,
     timed_out: bool,
+    /// Stopped because this other VM had failed (its peer would wait for it until the timeout).
+    stopped_after: Option<String>,
     exited: bool,
     requests_seen: usize,
     qmp: Option<Qmp>,
@@ -328,6 +334,7 @@ impl Scenario {
             child,
             started: Instant::now(),
             timed_out: false,
+            stopped_after: None,
             exited: false,
             requests_seen: 0,
             qmp: None,
@@ -382,21 +389,42 @@ impl Scenario {
 
     /// Waits for every VM to exit, each within its own time limit, answering the guests' requests.
     fn supervise(&mut self, running: &mut [Running]) -> Result<()> {
+        // The first VM that ended failing, and when: the others are stopped a while later.
+        let mut failed: Option<(String, Instant)> = None;
         while running.iter().any(|r| !r.exited) {
             for r in running.iter_mut().filter(|r| !r.exited) {
                 if r.child.try_wait()?.is_some() {
                     r.exited = true;
+                    if failed.is_none() && !Self::passed(r) {
+                        failed = Some((r.vm.name.clone(), Instant::now()));
+                    }
                 } else if r.started.elapsed() > r.vm.timeout {
                     r.timed_out = true;
-                    let _ = r.child.kill();
-                    let _ = r.child.wait();
-                    r.exited = true;
+                    Self::stop(r);
+                } else if let Some((name, at)) = &failed {
+                    if at.elapsed() > AFTER_FAILURE {
+                        r.stopped_after = Some(name.clone());
+                        Self::stop(r);
+                    }
                 }
                 self.answer_requests(r)?;
             }
             std::thread::sleep(Duration::from_millis(100));
         }
         Ok(())
+    }
+
+    /// Whether an ended VM's guest finished with every check passed.
+    fn passed(r: &Running) -> bool {
+        let ktap =
+            Ktap::parse(&std::fs::read_to_string(r.dir.join("results.ktap")).unwrap_or_default());
+        ktap.complete() && ktap.results.iter().all(|t| t.ok)
+    }
+
+    fn stop(r: &mut Running) {
+        let _ = r.child.kill();
+        let _ = r.child.wait();
+        r.exited = true;
     }
 
     fn answer_requests(&mut self, r: &mut Running) -> Result<()> {
@@ -445,6 +473,11 @@ impl Scenario {
             let mut failures = Vec::new();
             if r.timed_out {
                 failures.push(format!("timed out after {} s", r.vm.timeout.as_secs()));
+            } else if let Some(other) = &r.stopped_after {
+                failures.push(format!(
+                    "stopped {} s after VM {other} ended failing",
+                    AFTER_FAILURE.as_secs()
+                ));
             } else if !ktap.complete() {
                 failures.push(format!(
                     "the guest did not finish ({} results, plan {:?}); QEMU's own messages are in {}",

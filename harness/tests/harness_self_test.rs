@@ -49,6 +49,31 @@ fn a_guest_that_does_not_finish_fails_the_scenario() {
 }
 
 #[test]
+fn a_vm_that_fails_stops_the_vm_waiting_for_it() {
+    // The second VM would wait for the first until its time limit, as a benchmark peer waits for
+    // transfers that will not come.
+    let started = std::time::Instant::now();
+    let err = Scenario::new("self-test-failed-peer")
+        .vm(Vm::new("quitter").script("check gives-up false\n"))
+        .vm(Vm::new("waiter")
+            .script("check before-wait true\nsleep 1000\n")
+            .timeout(std::time::Duration::from_secs(600)))
+        .run()
+        .expect_err("a failing VM must fail the scenario");
+    let msg = err.to_string();
+    assert!(msg.contains("check 'gives-up' failed"), "{msg}");
+    assert!(
+        msg.contains("stopped 30 s after VM quitter ended failing"),
+        "{msg}"
+    );
+    assert!(
+        started.elapsed().as_secs() < 300,
+        "took {:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
 fn qmp_requests_reach_qemu() {
     // The guest asks the host to take its NIC's link down, then up, and sees the carrier follow.
     let script = r#"

@@ -108,12 +108,15 @@ measure() {{
     diag "$1.rx=$rx"
     diag "$1.rx_mark=$marks"
 }}
+# The last check fails when a round could not bring the NICs up.
+all_up=true
 round=0
 while [ $round -lt {rounds} ]; do
     if [ $((round / 2 % 2)) = 0 ]; then slots=first; else slots=second; fi
     for variant in {variants}; do
         name=${{variant%%:*}}
-        bind $slots "${{variant#*:}}" || {{ diag "round$round.$name: the NICs did not come up"; break 2; }}
+        bind $slots "${{variant#*:}}" || {{
+            diag "round$round.$name: the NICs did not come up"; all_up=false; break 2; }}
         if [ $slots = first ]; then link_rs=a link_c=b; else link_rs=b link_c=a; fi
         turn=0
         while [ $turn -lt {turns} ]; do
@@ -128,7 +131,7 @@ while [ $round -lt {rounds} ]; do
     done
     round=$((round + 1))
 done
-check benchmark-done true
+check benchmark-done $all_up
 "#,
         chunk = MIB / turns,
         pings = PINGS / turns,
