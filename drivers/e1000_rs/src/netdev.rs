@@ -554,12 +554,28 @@ impl RxBuffer {
     const FRAGMENT_LEN: usize = skb_data_align(RX_HEADROOM + Self::FRAME_LEN)
         + skb_data_align(size_of::<bindings::skb_shared_info>());
 
-    /// Allocates a buffer (`netdev_alloc_frag`).
+    /// Allocates a buffer (`netdev_alloc_frag`), from any context.
     #[inline]
     pub(crate) fn alloc() -> Option<Self> {
         // SAFETY: No preconditions; from any context.
-        let fragment =
-            unsafe { bindings::__netdev_alloc_frag_align(Self::FRAGMENT_LEN as u32, !0) };
+        Self::at(unsafe { bindings::__netdev_alloc_frag_align(Self::FRAGMENT_LEN as u32, !0) })
+    }
+
+    /// Allocates a buffer from NAPI's per-CPU fragment cache (`napi_alloc_frag`), which spares
+    /// the bottom-half disable and enable that [`RxBuffer::alloc`] wraps around its own.
+    ///
+    /// # Safety
+    ///
+    /// The caller is a NAPI poll: bottom halves are disabled, as the cache needs.
+    #[inline]
+    pub(crate) unsafe fn alloc_in_poll() -> Option<Self> {
+        // SAFETY: In a NAPI poll (safety requirement).
+        Self::at(unsafe { bindings::__napi_alloc_frag_align(Self::FRAGMENT_LEN as u32, !0) })
+    }
+
+    /// The buffer in a fragment of `FRAGMENT_LEN` bytes just allocated, or `None` for null.
+    #[inline]
+    fn at(fragment: *mut c_void) -> Option<Self> {
         let fragment = NonNull::new(fragment.cast::<u8>())?;
         // SAFETY: A fragment of `FRAGMENT_LEN` bytes has room for the headroom.
         let frame = unsafe { fragment.add(RX_HEADROOM) };

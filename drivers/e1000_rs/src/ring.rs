@@ -694,7 +694,8 @@ impl<'a> RxRing<'a> {
             let (slot, addr) = match &ring.copy {
                 Some(copy) => (None, copy.dma(i)?),
                 None => {
-                    let slot = ring.new_buffer().ok_or(ENOMEM)?;
+                    let buffer = RxBuffer::alloc().ok_or(ENOMEM)?;
+                    let slot = ring.map(buffer).ok_or(ENOMEM)?;
                     let addr = slot.mapping.dma_handle();
                     (Some(slot), addr)
                 }
@@ -716,9 +717,10 @@ impl<'a> RxRing<'a> {
         (self.desc.dma_handle(), self.desc.size())
     }
 
+    /// A slot for a fresh buffer, mapped for the device to write (`None` if mapping failed; the
+    /// buffer is freed).
     #[inline]
-    fn new_buffer(&self) -> Option<Slot<'a>> {
-        let buffer = RxBuffer::alloc()?;
+    fn map(&self, buffer: RxBuffer) -> Option<Slot<'a>> {
         // SAFETY: A fresh buffer has `RX_BUFFER_SIZE` bytes of page memory at `frame`, owned by the
         // slot until the device filled it.
         let mapping = unsafe {
@@ -854,7 +856,8 @@ impl RxRing<'_> {
             skb.put(u32::from(length));
             return Some(skb);
         }
-        let fresh = self.new_buffer()?;
+        // SAFETY: From the NAPI poll (safety requirement).
+        let fresh = self.map(unsafe { RxBuffer::alloc_in_poll() }?)?;
         let Slot { mapping, buffer } = self.slots[i].replace(fresh).expect("type invariant");
         drop(mapping);
         // SAFETY: Unmapped, so the device no longer writes it; `length` is at most the buffer's
