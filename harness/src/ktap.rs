@@ -75,6 +75,11 @@ impl Ktap {
     pub fn complete(&self) -> bool {
         self.finished && self.plan == Some(self.results.len())
     }
+
+    /// Whether the stream is complete and every check passed.
+    pub fn passed(&self) -> bool {
+        self.complete() && self.results.iter().all(|t| t.ok)
+    }
 }
 
 fn parse_result(line: &str) -> Option<TestResult> {

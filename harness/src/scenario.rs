@@ -234,6 +234,19 @@ struct Running {
     qmp: Option<Qmp>,
 }
 
+impl Running {
+    /// What the guest has reported so far.
+    fn ktap(&self) -> Ktap {
+        Ktap::parse(&std::fs::read_to_string(self.dir.join("results.ktap")).unwrap_or_default())
+    }
+
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.exited = true;
+    }
+}
+
 impl Scenario {
     /// A scenario called `name`; its logs go to `runs/<name>/<vm>/`.
     pub fn new(name: &str) -> Scenario {
@@ -395,16 +408,16 @@ impl Scenario {
             for r in running.iter_mut().filter(|r| !r.exited) {
                 if r.child.try_wait()?.is_some() {
                     r.exited = true;
-                    if failed.is_none() && !Self::passed(r) {
+                    if failed.is_none() && !r.ktap().passed() {
                         failed = Some((r.vm.name.clone(), Instant::now()));
                     }
                 } else if r.started.elapsed() > r.vm.timeout {
                     r.timed_out = true;
-                    Self::stop(r);
+                    r.stop();
                 } else if let Some((name, at)) = &failed {
                     if at.elapsed() > AFTER_FAILURE {
                         r.stopped_after = Some(name.clone());
-                        Self::stop(r);
+                        r.stop();
                     }
                 }
                 self.answer_requests(r)?;
@@ -414,22 +427,8 @@ impl Scenario {
         Ok(())
     }
 
-    /// Whether an ended VM's guest finished with every check passed.
-    fn passed(r: &Running) -> bool {
-        let ktap =
-            Ktap::parse(&std::fs::read_to_string(r.dir.join("results.ktap")).unwrap_or_default());
-        ktap.complete() && ktap.results.iter().all(|t| t.ok)
-    }
-
-    fn stop(r: &mut Running) {
-        let _ = r.child.kill();
-        let _ = r.child.wait();
-        r.exited = true;
-    }
-
     fn answer_requests(&mut self, r: &mut Running) -> Result<()> {
-        let text = std::fs::read_to_string(r.dir.join("results.ktap")).unwrap_or_default();
-        let ktap = Ktap::parse(&text);
+        let ktap = r.ktap();
         let requests: Vec<String> = ktap
             .requests()
             .skip(r.requests_seen)
@@ -466,9 +465,7 @@ impl Scenario {
             let console_log = r.dir.join("console.log");
             let console = String::from_utf8_lossy(&std::fs::read(&console_log).unwrap_or_default())
                 .into_owned();
-            let ktap = Ktap::parse(
-                &std::fs::read_to_string(r.dir.join("results.ktap")).unwrap_or_default(),
-            );
+            let ktap = r.ktap();
             let name = &r.vm.name;
             let mut failures = Vec::new();
             if r.timed_out {
