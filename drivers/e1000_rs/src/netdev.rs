@@ -74,13 +74,9 @@ extern "C" {
     fn e1000_rs_napi_complete_done(napi: *mut NapiStruct, work_done: c_int) -> bool;
     fn e1000_rs_rx_checksum_enabled(dev: *mut NetDevice) -> bool;
     fn e1000_rs_skb_checksum_complete(skb: *mut bindings::sk_buff, checksum: u32);
-    fn e1000_rs_skb_data(skb: *mut bindings::sk_buff) -> *mut u8;
-    fn e1000_rs_skb_len(skb: *mut bindings::sk_buff) -> c_uint;
-    fn e1000_rs_skb_put(skb: *mut bindings::sk_buff, length: c_uint);
     fn e1000_rs_skb_reserve(skb: *mut bindings::sk_buff, length: c_uint);
     fn e1000_rs_receive(napi: *mut NapiStruct, skb: *mut bindings::sk_buff);
     fn e1000_rs_free_skb(skb: *mut bindings::sk_buff);
-    fn e1000_rs_consume_skb(skb: *mut bindings::sk_buff, budget: c_int);
     fn e1000_rs_set_stats(stats: *mut LinkStats64, counters: *const Stats);
     fn e1000_rs_skb_csum_partial(
         skb: *mut bindings::sk_buff,
@@ -393,13 +389,13 @@ impl Skb {
     /// The start of its data.
     pub(crate) fn data(&self) -> *mut u8 {
         // SAFETY: `self.0` is a valid skb.
-        unsafe { e1000_rs_skb_data(self.0.as_ptr()) }
+        unsafe { (*self.0.as_ptr()).data }
     }
 
     /// Its length in bytes.
     pub(crate) fn len(&self) -> u32 {
         // SAFETY: `self.0` is a valid skb.
-        unsafe { e1000_rs_skb_len(self.0.as_ptr()) }
+        unsafe { (*self.0.as_ptr()).len }
     }
 
     /// Where the checksum the stack left to the hardware starts and where it goes, both from the
@@ -505,15 +501,16 @@ impl Skb {
 
     /// Extends its data by `length` bytes that the device wrote.
     pub(crate) fn put(&mut self, length: u32) {
-        // SAFETY: `self.0` is a valid skb allocated with room for `length` bytes.
-        unsafe { e1000_rs_skb_put(self.0.as_ptr(), length) };
+        // SAFETY: `self.0` is a valid skb. `skb_put` checks the room itself: past it, it BUGs
+        // rather than writes.
+        unsafe { bindings::skb_put(self.0.as_ptr(), length) };
     }
 
     /// Frees it as transmitted, from a NAPI poll with `budget`.
     pub(crate) fn consume(self, budget: i32) {
         let raw = self.into_raw();
         // SAFETY: `raw` is a valid skb we owned.
-        unsafe { e1000_rs_consume_skb(raw, budget) };
+        unsafe { bindings::napi_consume_skb(raw, budget) };
     }
 }
 

@@ -188,21 +188,6 @@ void e1000_rs_skb_checksum_complete(struct sk_buff *skb, __wsum checksum)
 	skb->csum = checksum;
 }
 
-u8 *e1000_rs_skb_data(struct sk_buff *skb)
-{
-	return skb->data;
-}
-
-unsigned int e1000_rs_skb_len(struct sk_buff *skb)
-{
-	return skb->len;
-}
-
-void e1000_rs_skb_put(struct sk_buff *skb, unsigned int length)
-{
-	skb_put(skb, length);
-}
-
 void e1000_rs_skb_reserve(struct sk_buff *skb, unsigned int length)
 {
 	/* netdev.rs's RX_HEADROOM, which it reserves; NET_SKB_PAD is not constant at file scope. */
@@ -219,11 +204,6 @@ void e1000_rs_receive(struct napi_struct *napi, struct sk_buff *skb)
 void e1000_rs_free_skb(struct sk_buff *skb)
 {
 	dev_kfree_skb_any(skb);
-}
-
-void e1000_rs_consume_skb(struct sk_buff *skb, int budget)
-{
-	napi_consume_skb(skb, budget);
 }
 
 bool e1000_rs_skb_csum_partial(struct sk_buff *skb, unsigned int *start, unsigned int *offset)
