@@ -68,13 +68,13 @@ impl SocketLink {
         })
     }
 
-    /// One end.
-    pub fn listen(&self) -> NetBackend {
+    /// One end, for a NIC of one VM.
+    pub fn end_a(&self) -> NetBackend {
         NetBackend::SocketUdp(self.a.clone())
     }
 
-    /// The other end.
-    pub fn connect(&self) -> NetBackend {
+    /// The other end, for a NIC of the other VM.
+    pub fn end_b(&self) -> NetBackend {
         NetBackend::SocketUdp(self.b.clone())
     }
 

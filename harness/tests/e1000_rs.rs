@@ -22,7 +22,7 @@ fn scenario(name: &str, dut_script: &str, peer_script: &str) -> Scenario {
         .memory_mib(768)
         .module("drivers/e1000_rs")
         .tool("netpipe")
-        .nic("e1000", link.listen())
+        .nic("e1000", link.end_a())
         .script(&format!("{COMMON}{dut_script}"))
         .timeout(std::time::Duration::from_secs(900));
     let peer = Vm::new("peer")
@@ -30,7 +30,7 @@ fn scenario(name: &str, dut_script: &str, peer_script: &str) -> Scenario {
         .kernel_module(E1000_C)
         .tool("rawframes")
         .tool("netpipe")
-        .nic("e1000", link.connect())
+        .nic("e1000", link.end_b())
         .script(&format!("{COMMON}{peer_script}"))
         .timeout(std::time::Duration::from_secs(900));
     Scenario::new(name).vm(dut).vm(peer)

@@ -205,8 +205,8 @@ fn main() {
         .module("drivers/e1000_rs")
         .kernel_module("drivers/net/ethernet/intel/e1000/e1000.ko")
         .tool("netpipe")
-        .nic("e1000", links[0].listen())
-        .nic("e1000", links[1].listen())
+        .nic("e1000", links[0].end_a())
+        .nic("e1000", links[1].end_a())
         .without_debug_checks()
         .script(&dut_script(rounds, turns, count))
         .timeout(std::time::Duration::from_secs(1800));
@@ -218,8 +218,8 @@ fn main() {
         .memory_mib(768)
         .kernel_module("drivers/net/ethernet/intel/e1000/e1000.ko")
         .tool("netpipe")
-        .nic("e1000", links[0].connect())
-        .nic("e1000", links[1].connect())
+        .nic("e1000", links[0].end_b())
+        .nic("e1000", links[1].end_b())
         .without_debug_checks()
         .script(&peer_script(rounds, turns))
         .timeout(std::time::Duration::from_secs(1800));

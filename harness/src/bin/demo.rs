@@ -111,12 +111,12 @@ fn run() -> harness::Result<()> {
     let dut = Vm::new("e1000_rs")
         .module("drivers/e1000_rs")
         .tool("netpipe")
-        .nic("e1000", link.listen())
+        .nic("e1000", link.end_a())
         .script(E1000_DUT_SCRIPT);
     let peer = Vm::new("c-e1000")
         .kernel_module("drivers/net/ethernet/intel/e1000/e1000.ko")
         .tool("netpipe")
-        .nic("e1000", link.connect())
+        .nic("e1000", link.end_b())
         .script(E1000_PEER_SCRIPT);
     show(&Scenario::new("demo-e1000").vm(dut).vm(peer).run()?);
 
