@@ -22,9 +22,12 @@ use crate::{dma_read, dma_write};
 
 /// Descriptors per ring (the C driver's default).
 pub(crate) const RING_SIZE: usize = 256;
-/// Receive buffer size, 2048 bytes, as RCTL.BSIZE = 0 selects.
-pub(crate) const RX_BUFFER_SIZE: u32 = RxBuffer::FRAME_LEN as u32;
-const _: () = assert!(RX_BUFFER_SIZE == 2048);
+/// Receive buffer size, 2048 bytes, as RCTL.BSIZE = 0 selects: the coherent buffers of `rx_copy`.
+pub(crate) const RX_BUFFER_SIZE: u32 = 2048;
+/// The longest frame the MAC passes with RCTL.LPE clear, as the driver leaves it: 1518 bytes and a
+/// VLAN tag. It drops longer ones and counts them in ROC, so a longer length is the device's fault.
+pub(crate) const MAX_FRAME_LEN: u16 = 1522;
+const _: () = assert!(MAX_FRAME_LEN as u32 <= RX_BUFFER_SIZE);
 /// The queue is stopped when fewer descriptors than this are free, enough for the largest frame (a
 /// context, 64 KiB in 4 KiB pieces, and a piece more for each of up to 17 fragments and the linear
 /// part), and woken at [`TX_WAKE_THRESHOLD`].
@@ -721,13 +724,13 @@ impl<'a> RxRing<'a> {
     /// buffer is freed).
     #[inline]
     fn map(&self, buffer: RxBuffer) -> Option<Slot<'a>> {
-        // SAFETY: A fresh buffer has `RX_BUFFER_SIZE` bytes of page memory at `frame`, owned by the
-        // slot until the device filled it.
+        // SAFETY: A fresh buffer has `RxBuffer::FRAME_LEN` bytes of page memory at `frame`, owned
+        // by the slot until the device filled it.
         let mapping = unsafe {
             Mapping::new(
                 self.dev,
                 buffer.frame(),
-                RX_BUFFER_SIZE as usize,
+                RxBuffer::FRAME_LEN,
                 Direction::FromDevice,
                 Attrs::NONE,
             )
@@ -771,7 +774,7 @@ impl<'a> RxRing<'a> {
             let good = errors == 0
                 && end_of_packet
                 && !self.discarding
-                && (ETH_HLEN..=RX_BUFFER_SIZE as u16).contains(&length);
+                && (ETH_HLEN..=MAX_FRAME_LEN).contains(&length);
             if !good {
                 // The buffer stays on the descriptor; the frame is counted and dropped.
                 if errors != 0 {
