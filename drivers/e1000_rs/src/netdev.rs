@@ -549,7 +549,7 @@ impl RxBuffer {
     /// Bytes of frame a buffer holds: the longest frame the device passes, as in the C driver, not
     /// the 2048 bytes of RCTL.BSIZE. A frame's skb is charged the whole fragment (its truesize, by
     /// which TCP sizes its receive window), which 2048 would make about a quarter larger.
-    pub(crate) const FRAME_LEN: usize = crate::ring::MAX_FRAME_LEN as usize;
+    pub(crate) const FRAME_LEN: usize = crate::regs::MAX_FRAME_LEN as usize;
     const FRAGMENT_LEN: usize = skb_data_align(RX_HEADROOM + Self::FRAME_LEN)
         + skb_data_align(size_of::<bindings::skb_shared_info>());
 

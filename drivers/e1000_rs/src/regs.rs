@@ -86,6 +86,9 @@ pub(crate) const INT_ENABLED: u32 =
 pub(crate) const RCTL_EN: u32 = 1 << 1;
 pub(crate) const RCTL_BAM: u32 = 1 << 15;
 pub(crate) const RCTL_SECRC: u32 = 1 << 26;
+/// The longest frame the MAC passes with RCTL.LPE (Long Packet Enable) clear, as the driver leaves
+/// it: 1518 bytes and a VLAN tag. It drops longer ones and counts them in ROC.
+pub(crate) const MAX_FRAME_LEN: u16 = 1522;
 
 /// TCTL: Transmit Enable, Pad Short Packets, Collision Threshold, Collision Distance (full duplex).
 pub(crate) const TCTL_EN: u32 = 1 << 1;

@@ -24,10 +24,7 @@ use crate::{dma_read, dma_write};
 pub(crate) const RING_SIZE: usize = 256;
 /// Receive buffer size, 2048 bytes, as RCTL.BSIZE = 0 selects: the coherent buffers of `rx_copy`.
 pub(crate) const RX_BUFFER_SIZE: u32 = 2048;
-/// The longest frame the MAC passes with RCTL.LPE clear, as the driver leaves it: 1518 bytes and a
-/// VLAN tag. It drops longer ones and counts them in ROC, so a longer length is the device's fault.
-pub(crate) const MAX_FRAME_LEN: u16 = 1522;
-const _: () = assert!(MAX_FRAME_LEN as u32 <= RX_BUFFER_SIZE);
+const _: () = assert!(regs::MAX_FRAME_LEN as u32 <= RX_BUFFER_SIZE);
 /// The queue is stopped when fewer descriptors than this are free, enough for the largest frame (a
 /// context, 64 KiB in 4 KiB pieces, and a piece more for each of up to 17 fragments and the linear
 /// part), and woken at [`TX_WAKE_THRESHOLD`].
@@ -770,11 +767,12 @@ impl<'a> RxRing<'a> {
             seen += 1;
 
             let end_of_packet = status & regs::DESC_STATUS_EOP != 0;
-            // A length past the buffer would be the device's fault; it is dropped as a length error.
+            // A length past the longest frame, all the buffer holds, would be the device's fault;
+            // it is dropped as a length error.
             let good = errors == 0
                 && end_of_packet
                 && !self.discarding
-                && (ETH_HLEN..=MAX_FRAME_LEN).contains(&length);
+                && (ETH_HLEN..=regs::MAX_FRAME_LEN).contains(&length);
             if !good {
                 // The buffer stays on the descriptor; the frame is counted and dropped.
                 if errors != 0 {
