@@ -231,8 +231,8 @@ pub(crate) struct RxDone {
 
 /// The transmit ring, shared without a lock by its two ends, as in the C driver: the producer
 /// ([`TxProducer`], in `ndo_start_xmit`) queues frames and the consumer ([`TxConsumer`], in the
-/// NAPI poll) frees the ones the device sent. A lock would make each end wait while the other runs, and
-/// for long when the holder's CPU is preempted (as a virtual CPU often is).
+/// NAPI poll) frees the ones the device sent. A lock would make each end wait while the other runs,
+/// and for long when the holder's CPU is preempted (as a virtual CPU often is).
 ///
 /// # Invariants
 ///
