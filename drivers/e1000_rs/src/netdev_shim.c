@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * One-line wrappers for what Rust cannot call (static inline functions, macros, struct fields of
- * net_device and sk_buff that bindgen leaves opaque), and the net_device_ops table, whose callbacks
- * are all in Rust. No driver logic lives here.
+ * One-line wrappers for what Rust cannot call: static inline functions, macros, bitfields and
+ * unions of sk_buff, net_device (which bindgen leaves opaque), and the networking functions the
+ * kernel's bindings do not declare. Also the net_device_ops table, whose callbacks are all in Rust.
+ * No driver logic lives here.
  */
 #include <linux/etherdevice.h>
 #include <linux/netdevice.h>
