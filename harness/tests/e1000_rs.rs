@@ -7,10 +7,13 @@ const E1000_C: &str = "drivers/net/ethernet/intel/e1000/e1000.ko";
 
 /// Guest helpers shared by both sides.
 const COMMON: &str = r#"
-export DUT=169.254.0.1
-export PEER=169.254.0.2
+export DUT=169.254.0.1 DUT6=fd00::1
+export PEER=169.254.0.2 PEER6=fd00::2
+# up IPV4 IPV6: the interface up with both addresses, the IPv6 one usable at once (no duplicate
+# address detection; busybox ip has no nodad).
 up() {
-    ip link set eth0 up && ip addr add "$1/16" dev eth0
+    echo 0 >/proc/sys/net/ipv6/conf/eth0/accept_dad &&
+    ip link set eth0 up && ip addr add "$1/16" dev eth0 && ip -6 addr add "$2/64" dev eth0
 }
 # stat NAME: a counter of eth0
 stat() { cat "/sys/class/net/eth0/statistics/$1"; }
@@ -42,7 +45,7 @@ check load insmod /modules/e1000_rs.ko
 check interface wait_for 10 test -d /sys/class/net/eth0
 check driver-is-e1000_rs sh -c 'readlink /sys/class/net/eth0/device/driver | grep -q e1000_rs$'
 diag "mac=$(cat /sys/class/net/eth0/address)"
-up $DUT
+up $DUT $DUT6
 check carrier-up wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
 check ping-peer wait_for 60 ping -c 1 -W 1 $PEER
 check ping-peer-20 ping -c 20 -i 0.05 -W 2 $PEER
@@ -62,6 +65,7 @@ wait $listener
 ktap_result $? tcp-receive-64MiB
 diag "dut_received_sha=$(cat /tmp/recv.sha)"
 rm -f /tmp/out
+check ping6-peer ping -6 -c 3 -W 2 $PEER6
 
 # Link down and up through QMP: the carrier follows, and traffic resumes.
 request link-down
@@ -91,7 +95,7 @@ while [ $cycles -lt 100 ]; do
     rmmod e1000_rs || break
     insmod /modules/e1000_rs.ko || break
     wait_for 10 test -d /sys/class/net/eth0 || break
-    up $DUT || break
+    up $DUT $DUT6 || break
     wait_for 30 ping -c 1 -W 1 $PEER || break
     cycles=$((cycles + 1))
 done
@@ -102,7 +106,7 @@ check hundred-cycles test $cycles -eq 100
 # (the defaults map socket buffers both ways).
 check reload-copy-buffers sh -c 'rmmod e1000_rs && insmod /modules/e1000_rs.ko tx_copy=1 rx_copy=1'
 check copy-interface wait_for 10 test -d /sys/class/net/eth0
-up $DUT
+up $DUT $DUT6
 check copy-ping wait_for 30 ping -c 1 -W 1 $PEER
 dd if=/dev/urandom of=/tmp/out bs=1M count=16 2>/dev/null
 diag "copy_sent_sha=$(sha256sum </tmp/out | cut -d' ' -f1)"
@@ -120,9 +124,12 @@ check unload rmmod e1000_rs
 /// The peer's part: C e1000, the other end of every check.
 const PEER_SCRIPT: &str = r#"
 check load-e1000 insmod /modules/e1000.ko
-up $PEER
+up $PEER $PEER6
 check peer-carrier-up wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
 check ping-dut wait_for 60 ping -c 1 -W 1 $DUT
+# Before the DUT sends anything from its IPv6 address: the peer finds it by a neighbour
+# solicitation to its solicited-node multicast group, which the DUT's receive filter must pass.
+check ping6-dut ping -6 -c 1 -w 10 $DUT6
 dd if=/dev/urandom of=/tmp/out bs=1M count=64 2>/dev/null
 diag "peer_sent_sha=$(sha256sum </tmp/out | cut -d' ' -f1)"
 check tcp-receive-64MiB sh -c 'timeout 300 netpipe recv 5001 | sha256sum | cut -d" " -f1 >/tmp/recv.sha'

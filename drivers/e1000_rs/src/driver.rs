@@ -29,7 +29,7 @@ use kernel::{
 };
 
 use dma_local::Mask;
-use netdev::{MacAddress, Napi, NetDev, Skb, Stats};
+use netdev::{MacAddress, Napi, NetDev, RxMode, Skb, Stats};
 use ring::{Rings, RxRing, TxProducer, TxRing};
 
 kernel::module_pci_driver! {
@@ -188,6 +188,19 @@ impl PinnedDrop for E1000<'_> {
     }
 }
 
+/// RCTL for a running receiver: 2048-byte buffers (BSIZE 0), broadcasts, the CRC stripped, and
+/// what `mode` adds. Long Packet Enable stays clear (see `regs::MAX_FRAME_LEN`).
+fn rctl(mode: RxMode) -> u32 {
+    let mut rctl = regs::RCTL_EN | regs::RCTL_BAM | regs::RCTL_SECRC;
+    if mode.promiscuous {
+        rctl |= regs::RCTL_UPE;
+    }
+    if mode.all_multicast {
+        rctl |= regs::RCTL_MPE;
+    }
+    rctl
+}
+
 /// Resets the controller and leaves every interrupt masked and the link set up.
 fn reset(bar: &Bar0<'_>) {
     bar.write32(u32::MAX, regs::IMC);
@@ -307,10 +320,8 @@ impl E1000<'_> {
         unsafe { self.rings.set(Some((tx, rx))) };
         // Every descriptor but one is the device's: head 0, tail at the last.
         bar.write32((ring::RING_SIZE - 1) as u32, regs::RDT);
-        bar.write32(
-            regs::RCTL_EN | regs::RCTL_BAM | regs::RCTL_SECRC,
-            regs::RCTL,
-        );
+        // The stack sets the filter's mode once the interface is up (`set_rx_mode`).
+        bar.write32(rctl(RxMode::default()), regs::RCTL);
         bar.write32(
             regs::TCTL_EN | regs::TCTL_PSP | regs::TCTL_CT_DEFAULT | regs::TCTL_COLD_FULL_DUPLEX,
             regs::TCTL,
@@ -324,6 +335,13 @@ impl E1000<'_> {
         self.update_carrier();
         self.netdev.start_queue();
         Ok(())
+    }
+
+    /// `ndo_set_rx_mode_async`, while the interface is open (both under the RTNL lock).
+    pub(crate) fn set_rx_mode(&self, mode: RxMode) {
+        if self.running.load(Ordering::Acquire) {
+            self.bar.write32(rctl(mode), regs::RCTL);
+        }
     }
 
     /// `ndo_stop`: no interrupt, no DMA, no buffer left.

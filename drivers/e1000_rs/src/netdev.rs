@@ -27,6 +27,10 @@ pub(crate) struct NapiStruct {
 pub(crate) struct LinkStats64 {
     _opaque: [u8; 0],
 }
+#[repr(C)]
+pub(crate) struct AddrList {
+    _opaque: [u8; 0],
+}
 
 /// The counters reported through `ndo_get_stats64`; the layout of `struct e1000_rs_stats`.
 #[repr(C)]
@@ -58,6 +62,8 @@ extern "C" {
     fn e1000_rs_valid_ether_addr(addr: *const u8) -> bool;
     fn e1000_rs_carrier(dev: *mut NetDevice, on: bool);
     fn e1000_rs_carrier_ok(dev: *mut NetDevice) -> bool;
+    fn e1000_rs_flags(dev: *mut NetDevice) -> c_uint;
+    fn e1000_rs_addr_count(list: *mut AddrList) -> c_int;
     fn e1000_rs_start_queue(dev: *mut NetDevice);
     fn e1000_rs_stop_queue(dev: *mut NetDevice);
     fn e1000_rs_disable_transmit(dev: *mut NetDevice);
@@ -103,6 +109,16 @@ const NETDEV_TX_BUSY: c_int = 0x10;
 
 /// An Ethernet address.
 pub(crate) type MacAddress = [u8; 6];
+
+/// What the receive filter passes besides frames to the interface's own address and broadcasts.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+pub(crate) struct RxMode {
+    /// Every frame (`IFF_PROMISC`).
+    pub(crate) promiscuous: bool,
+    /// Every multicast frame: asked for (`IFF_ALLMULTI`), or some group is joined. The stack
+    /// drops the groups it did not join; the C driver hashes them into the multicast table instead.
+    pub(crate) all_multicast: bool,
+}
 
 /// Whether `addr` is a valid unicast address (`is_valid_ether_addr`).
 pub(crate) fn valid_ether_addr(addr: &MacAddress) -> bool {
@@ -714,6 +730,34 @@ pub(crate) unsafe extern "C" fn e1000_rs_set_mac_address(
         Ok(()) => 0,
         Err(e) => e.to_errno(),
     }
+}
+
+/// `ndo_set_rx_mode_async`: the receive filter for the interface's flags and multicast groups.
+///
+/// # Safety
+///
+/// As for [`e1000_rs_open`]; the stack calls it under the RTNL lock, as it does `ndo_open` and
+/// `ndo_stop`, with valid address lists.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn e1000_rs_set_rx_mode(
+    dev: *mut NetDevice,
+    _unicast: *mut AddrList,
+    multicast: *mut AddrList,
+) -> c_int {
+    // SAFETY: `dev` is a valid device (safety requirements).
+    let flags = unsafe { e1000_rs_flags(dev) };
+    // SAFETY: `multicast` is a valid address list (safety requirements).
+    let groups = unsafe { e1000_rs_addr_count(multicast) };
+    let promiscuous = flags & bindings::net_device_flags_IFF_PROMISC != 0;
+    let mode = RxMode {
+        promiscuous,
+        all_multicast: promiscuous
+            || groups > 0
+            || flags & bindings::net_device_flags_IFF_ALLMULTI != 0,
+    };
+    // SAFETY: As in `e1000_rs_open`.
+    unsafe { adapter(dev) }.set_rx_mode(mode);
+    0
 }
 
 /// The NAPI poll callback.

@@ -28,6 +28,7 @@ static const struct net_device_ops e1000_rs_netdev_ops = {
 	.ndo_start_xmit = e1000_rs_start_xmit,
 	.ndo_get_stats64 = e1000_rs_get_stats64,
 	.ndo_set_mac_address = e1000_rs_set_mac_address,
+	.ndo_set_rx_mode_async = e1000_rs_set_rx_mode,
 	.ndo_validate_addr = eth_validate_addr,
 };
 
@@ -106,6 +107,16 @@ void e1000_rs_carrier(struct net_device *dev, bool on)
 bool e1000_rs_carrier_ok(struct net_device *dev)
 {
 	return netif_carrier_ok(dev);
+}
+
+unsigned int e1000_rs_flags(struct net_device *dev)
+{
+	return dev->flags;
+}
+
+int e1000_rs_addr_count(struct netdev_hw_addr_list *list)
+{
+	return netdev_hw_addr_list_count(list);
 }
 
 void e1000_rs_start_queue(struct net_device *dev)

@@ -14,6 +14,8 @@ int e1000_rs_stop(struct net_device *dev);
 netdev_tx_t e1000_rs_start_xmit(struct sk_buff *skb, struct net_device *dev);
 void e1000_rs_get_stats64(struct net_device *dev, struct rtnl_link_stats64 *stats);
 int e1000_rs_set_mac_address(struct net_device *dev, void *addr);
+int e1000_rs_set_rx_mode(struct net_device *dev, struct netdev_hw_addr_list *uc,
+			 struct netdev_hw_addr_list *mc);
 int e1000_rs_poll(struct napi_struct *napi, int budget);
 
 /* The counters e1000_rs reports through ndo_get_stats64; the Rust side mirrors this layout. */
@@ -36,6 +38,8 @@ const u8 *e1000_rs_sockaddr_data(void *sockaddr);
 bool e1000_rs_valid_ether_addr(const u8 *addr);
 void e1000_rs_carrier(struct net_device *dev, bool on);
 bool e1000_rs_carrier_ok(struct net_device *dev);
+unsigned int e1000_rs_flags(struct net_device *dev);
+int e1000_rs_addr_count(struct netdev_hw_addr_list *list);
 void e1000_rs_start_queue(struct net_device *dev);
 void e1000_rs_stop_queue(struct net_device *dev);
 void e1000_rs_disable_transmit(struct net_device *dev);

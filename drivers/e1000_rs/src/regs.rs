@@ -84,6 +84,9 @@ pub(crate) const INT_ENABLED: u32 =
 
 /// RCTL: Receiver Enable, Broadcast Accept Mode, Strip Ethernet CRC; buffer size 2048 is BSIZE = 0.
 pub(crate) const RCTL_EN: u32 = 1 << 1;
+/// RCTL: Unicast and Multicast Promiscuous Enabled.
+pub(crate) const RCTL_UPE: u32 = 1 << 3;
+pub(crate) const RCTL_MPE: u32 = 1 << 4;
 pub(crate) const RCTL_BAM: u32 = 1 << 15;
 pub(crate) const RCTL_SECRC: u32 = 1 << 26;
 /// The longest frame the MAC passes with RCTL.LPE (Long Packet Enable) clear, as the driver leaves
