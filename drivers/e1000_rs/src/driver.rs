@@ -166,8 +166,10 @@ impl pci::Driver for E1000Driver {
         .pin_chain(|e1000| {
             // SAFETY: Registration does not move the pinned object.
             let e1000 = unsafe { e1000.get_unchecked_mut() };
-            e1000.netdev.register()?;
+            // Off until `open` reads the link: set before registering, as the interface can be
+            // opened the moment it is registered.
             e1000.netdev.set_carrier(false);
+            e1000.netdev.register()?;
             dev_info!(e1000.pdev, "registered, Ethernet address from the EEPROM\n");
             Ok(())
         })
