@@ -191,11 +191,12 @@ impl PinnedDrop for E1000<'_> {
 }
 
 /// RCTL for a running receiver: 2048-byte buffers (BSIZE 0), broadcasts, the CRC stripped, and
-/// what `mode` adds. Long Packet Enable stays clear (see `regs::MAX_FRAME_LEN`).
+/// what `mode` adds (unicast promiscuous does not pass multicast: promiscuous sets both bits). Long
+/// Packet Enable stays clear (see `regs::MAX_FRAME_LEN`).
 fn rctl(mode: RxMode) -> u32 {
     let mut rctl = regs::RCTL_EN | regs::RCTL_BAM | regs::RCTL_SECRC;
     if mode.promiscuous {
-        rctl |= regs::RCTL_UPE;
+        rctl |= regs::RCTL_UPE | regs::RCTL_MPE;
     }
     if mode.all_multicast {
         rctl |= regs::RCTL_MPE;

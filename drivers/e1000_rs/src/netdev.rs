@@ -110,8 +110,9 @@ const NETDEV_TX_BUSY: c_int = 0x10;
 /// An Ethernet address.
 pub(crate) type MacAddress = [u8; 6];
 
-/// What the receive filter passes besides frames to the interface's own address and broadcasts.
-#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+/// What the stack asks the receive filter to pass besides frames to the interface's own address
+/// and broadcasts.
+#[derive(Clone, Copy, Default)]
 pub(crate) struct RxMode {
     /// Every frame (`IFF_PROMISC`).
     pub(crate) promiscuous: bool,
@@ -748,12 +749,9 @@ pub(crate) unsafe extern "C" fn e1000_rs_set_rx_mode(
     let flags = unsafe { e1000_rs_flags(dev) };
     // SAFETY: `multicast` is a valid address list (safety requirements).
     let groups = unsafe { e1000_rs_addr_count(multicast) };
-    let promiscuous = flags & bindings::net_device_flags_IFF_PROMISC != 0;
     let mode = RxMode {
-        promiscuous,
-        all_multicast: promiscuous
-            || groups > 0
-            || flags & bindings::net_device_flags_IFF_ALLMULTI != 0,
+        promiscuous: flags & bindings::net_device_flags_IFF_PROMISC != 0,
+        all_multicast: groups > 0 || flags & bindings::net_device_flags_IFF_ALLMULTI != 0,
     };
     // SAFETY: As in `e1000_rs_open`.
     unsafe { adapter(dev) }.set_rx_mode(mode);
