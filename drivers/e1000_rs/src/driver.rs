@@ -164,8 +164,8 @@ impl pci::Driver for E1000Driver {
             },
         })
         .pin_chain(|e1000| {
-            // SAFETY: Registration does not move the pinned object.
-            let e1000 = unsafe { e1000.get_unchecked_mut() };
+            // Shared: registering may call back into the adapter (`ndo_get_stats64`).
+            let e1000 = e1000.into_ref().get_ref();
             // Off until `open` reads the link: set before registering, as the interface can be
             // opened the moment it is registered.
             e1000.netdev.set_carrier(false);
@@ -179,12 +179,12 @@ impl pci::Driver for E1000Driver {
 #[pinned_drop]
 impl PinnedDrop for E1000<'_> {
     fn drop(self: Pin<&mut Self>) {
-        // SAFETY: Nothing here moves the object.
-        let this = unsafe { self.get_unchecked_mut() };
+        // Shared: unregistering calls back into the adapter (`ndo_stop`).
+        let this = self.into_ref().get_ref();
         // Closes the interface first, which stops the rings and frees them.
         this.netdev.unregister();
         // SAFETY: Requested in probe with this cookie (type invariant); freed once, here.
-        unsafe { bindings::free_irq(this.irq, core::ptr::from_mut(this).cast()) };
+        unsafe { bindings::free_irq(this.irq, core::ptr::from_ref(this).cast_mut().cast()) };
         // No DMA once the driver is gone.
         reset(&this.bar);
     }

@@ -4,7 +4,10 @@
 //! wraps `netdev_shim.c` (one-line wrappers of what Rust cannot call) in owned types, and receives
 //! the `net_device_ops` callbacks, which it hands to the adapter in `driver.rs`.
 
-use core::ptr::NonNull;
+use core::{
+    ptr::NonNull,
+    sync::atomic::{AtomicBool, Ordering},
+};
 
 use kernel::{
     bindings,
@@ -131,11 +134,13 @@ pub(crate) fn valid_ether_addr(addr: &MacAddress) -> bool {
 ///
 /// # Invariants
 ///
-/// `raw` came from `e1000_rs_alloc_netdev` and is freed only by `Drop`; `registered` says whether
-/// it is registered.
+/// `raw` came from `e1000_rs_alloc_netdev` and is freed only by `Drop`; it is not registered while
+/// `registered` is false.
 pub(crate) struct NetDev {
     raw: NonNull<NetDevice>,
-    registered: bool,
+    /// Taken through `&self`: registering and unregistering call back into the adapter, which
+    /// holds shared references to it meanwhile.
+    registered: AtomicBool,
 }
 
 // SAFETY: A `net_device` may be used from any thread; the kernel serialises what needs it.
@@ -153,7 +158,7 @@ impl NetDev {
         // INVARIANT: just allocated, not registered.
         Ok(Self {
             raw: NonNull::new(raw).ok_or(ENOMEM)?,
-            registered: false,
+            registered: AtomicBool::new(false),
         })
     }
 
@@ -171,20 +176,24 @@ impl NetDev {
         unsafe { e1000_rs_set_adapter(self.raw(), adapter.cast_mut().cast()) };
     }
 
-    /// Registers the interface with the networking stack.
-    pub(crate) fn register(&mut self) -> Result {
-        // SAFETY: `raw` is valid and not registered yet when this succeeds.
-        kernel::error::to_result(unsafe { e1000_rs_register(self.raw()) })?;
-        self.registered = true;
-        Ok(())
+    /// Registers the interface with the networking stack, once.
+    pub(crate) fn register(&self) -> Result {
+        if self.registered.swap(true, Ordering::AcqRel) {
+            return Err(EBUSY);
+        }
+        // SAFETY: `raw` is valid; by the swap above it is not registered.
+        let result = kernel::error::to_result(unsafe { e1000_rs_register(self.raw()) });
+        if result.is_err() {
+            self.registered.store(false, Ordering::Release);
+        }
+        result
     }
 
     /// Unregisters the interface (which closes it first); a no-op when not registered.
-    pub(crate) fn unregister(&mut self) {
-        if self.registered {
+    pub(crate) fn unregister(&self) {
+        if self.registered.swap(false, Ordering::AcqRel) {
             // SAFETY: `raw` is valid and registered.
             unsafe { e1000_rs_unregister(self.raw()) };
-            self.registered = false;
         }
     }
 
