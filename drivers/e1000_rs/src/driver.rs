@@ -316,6 +316,9 @@ impl E1000<'_> {
         bar.write32(rx_len as u32, regs::RDLEN);
         bar.write32(0, regs::RDH);
         bar.write32(0, regs::RDTR);
+        // After `stop`'s reset Receive Address 0 may hold the EEPROM's address again (the C driver
+        // rewrites it after every reset), and the interface's may have changed meanwhile.
+        program_mac_address(bar, &self.netdev.hw_addr());
         for i in 0..regs::MTA_ENTRIES {
             bar.write32(0, regs::MTA + 4 * i);
         }

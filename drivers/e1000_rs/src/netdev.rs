@@ -61,6 +61,7 @@ extern "C" {
     fn e1000_rs_unregister(dev: *mut NetDevice);
     fn e1000_rs_free(dev: *mut NetDevice);
     fn e1000_rs_set_hw_addr(dev: *mut NetDevice, addr: *const u8);
+    fn e1000_rs_dev_addr(dev: *mut NetDevice) -> *const u8;
     fn e1000_rs_sockaddr_data(sockaddr: *mut c_void) -> *const u8;
     fn e1000_rs_valid_ether_addr(addr: *const u8) -> bool;
     fn e1000_rs_carrier(dev: *mut NetDevice, on: bool);
@@ -207,6 +208,17 @@ impl NetDev {
     pub(crate) fn set_hw_addr(&self, addr: &MacAddress) {
         // SAFETY: `raw` is valid; `addr` has 6 bytes.
         unsafe { e1000_rs_set_hw_addr(self.raw(), addr.as_ptr()) };
+    }
+
+    /// The interface's hardware address (`dev_addr`), read under the RTNL lock (by `open`).
+    pub(crate) fn hw_addr(&self) -> MacAddress {
+        let mut addr = MacAddress::default();
+        // SAFETY: `raw` is valid, and an Ethernet device's address has 6 bytes.
+        let current = unsafe { e1000_rs_dev_addr(self.raw()) };
+        // SAFETY: `current` points to 6 readable bytes, which the stack changes only under the
+        // RTNL lock, held by the caller.
+        unsafe { core::ptr::copy_nonoverlapping(current, addr.as_mut_ptr(), addr.len()) };
+        addr
     }
 
     /// Sets the carrier on or off.

@@ -86,6 +86,11 @@ void e1000_rs_set_hw_addr(struct net_device *dev, const u8 *addr)
 	eth_hw_addr_set(dev, addr);
 }
 
+const u8 *e1000_rs_dev_addr(struct net_device *dev)
+{
+	return dev->dev_addr;
+}
+
 const u8 *e1000_rs_sockaddr_data(void *sockaddr)
 {
 	return (const u8 *)((struct sockaddr *)sockaddr)->sa_data;

@@ -34,6 +34,7 @@ int e1000_rs_register(struct net_device *dev);
 void e1000_rs_unregister(struct net_device *dev);
 void e1000_rs_free(struct net_device *dev);
 void e1000_rs_set_hw_addr(struct net_device *dev, const u8 *addr);
+const u8 *e1000_rs_dev_addr(struct net_device *dev);
 const u8 *e1000_rs_sockaddr_data(void *sockaddr);
 bool e1000_rs_valid_ether_addr(const u8 *addr);
 void e1000_rs_carrier(struct net_device *dev, bool on);
