@@ -41,11 +41,13 @@ kernel::module_pci_driver! {
     params: {
         rx_copy: bool {
             default: false,
-            description: "Receive into coherent ring buffers and copy frames out, instead of into mapped socket buffers (default)",
+            description: "Receive into coherent ring buffers and copy frames out, \
+                instead of into mapped socket buffers (default)",
         },
         tx_copy: bool {
             default: false,
-            description: "Copy frames into coherent ring buffers to transmit them, instead of mapping the socket buffers (default)",
+            description: "Copy frames into coherent ring buffers to transmit them, \
+                instead of mapping the socket buffers (default)",
         },
     },
 }

@@ -47,7 +47,8 @@ kernel::module_pci_driver! {
     params: {
         sgl_threshold: u32 {
             default: 32768,
-            description: "Use SGLs for requests whose segments average at least this many bytes (0: PRPs only)",
+            description: "Use SGLs for requests whose segments average at least this many bytes \
+                (0: PRPs only)",
         },
     },
 }

@@ -49,9 +49,9 @@ pub(crate) struct Namespace {
 ///
 /// - `tags` is null or the tags of the blk-mq hardware queue served by this pair.
 /// - While `irq_requested`, IRQ `irq` is requested with this pinned object as its cookie.
-/// - `cq` is used only by the interrupt handler of IRQ `irq`, which the IRQ core never runs twice at
-///   once, or by a holder of `poll_lock` while that IRQ is disabled ([`Self::poll_completions`]),
-///   and only while `irq_requested`.
+/// - `cq` is used only by the interrupt handler of IRQ `irq`, which the IRQ core never runs twice
+///   at once, or by a holder of `poll_lock` while that IRQ is disabled
+///   ([`Self::poll_completions`]), and only while `irq_requested`.
 #[pin_data(PinnedDrop)]
 pub(crate) struct IoQueue<'a> {
     ctrl: Arc<Controller<'a>>,
