@@ -42,17 +42,18 @@ diag() { echo "# $*" >"$KTAP_OUT"; }
 # request NAME: ask the host to act (e.g. through QMP); the host answers by acting, so poll for the effect.
 request() { echo "# request: $1" >"$KTAP_OUT"; }
 
-# wait_for SECONDS COMMAND...: poll COMMAND until it succeeds, at most SECONDS.
+# uptime_s: whole seconds since boot.
+uptime_s() { cut -d. -f1 /proc/uptime; }
+
+# wait_for SECONDS COMMAND...: poll COMMAND until it succeeds, for at most SECONDS of time (a slow
+# COMMAND such as ping -W 1 counts with its own duration); it runs at least once.
 wait_for() {
-	limit=$1
+	deadline=$(($(uptime_s) + $1))
 	shift
-	i=0
-	while [ "$i" -lt $((limit * 10)) ]; do
-		"$@" >/dev/null 2>&1 && return 0
+	until "$@" >/dev/null 2>&1; do
+		[ "$(uptime_s)" -lt "$deadline" ] || return 1
 		sleep 0.1
-		i=$((i + 1))
 	done
-	return 1
 }
 
 # Leaks from before the scenario (boot) are not the scenario's.
