@@ -89,6 +89,28 @@ diag "ip_in_hdr_errors=$(( $(awk '/^Ip: [0-9]/ {print $5}' /proc/net/snmp) - hdr
 diag "udp_in_csum_errors=$(( $(udp_csum_errors) - csum_before ))"
 check still-alive-after-malformed ping -c 3 -W 2 $PEER
 
+# The receive filter: frames to another station's address reach the DUT only in promiscuous mode.
+# Each time, the peer sends 20 frames of 1514 bytes to 02:00:00:00:00:99.
+# foreign_rx_bytes GO_PORT SENT_PORT: what eth0 received meanwhile, in bytes
+foreign_rx_bytes() {
+    before=$(stat rx_bytes)
+    echo go | netpipe send $PEER "$1" &&
+    timeout 120 netpipe recv "$2" | grep -q sent &&
+    echo $(( $(stat rx_bytes) - before ))
+}
+diag "foreign_rx_bytes_filtered=$(foreign_rx_bytes 5005 5006)"
+check promiscuous-on ip link set eth0 promisc on
+diag "foreign_rx_bytes_promiscuous=$(foreign_rx_bytes 5007 5008)"
+check promiscuous-off ip link set eth0 promisc off
+
+# A changed address is the one the receiver accepts, at once and after a close and an open. The
+# peer learns it from the DUT's ARP request (a change or a close flushes the DUT's neighbours).
+check set-address ip link set eth0 address 02:00:00:00:00:01
+check changed-address-ping wait_for 30 ping -c 1 -W 1 $PEER
+ip link set eth0 down && ip link set eth0 up
+check reopened-carrier wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+check reopened-changed-address-ping wait_for 30 ping -c 1 -W 1 $PEER
+
 # 100 load/unload cycles with traffic in between.
 cycles=0
 while [ $cycles -lt 100 ]; do
@@ -152,6 +174,15 @@ ip link set eth0 mtu 1500
 wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
 check tell-dut sh -c 'echo sent | netpipe send $DUT 5004'
 
+# Frames to another station's address, when the DUT asks: filtered, then promiscuous.
+foreign_frames() {
+    timeout 300 netpipe recv "$1" >/dev/null
+    check "send-foreign-$1" rawframes eth0 02:00:00:00:00:99 0x88b5 1514 20
+    check "tell-dut-foreign-$1" sh -c "echo sent | netpipe send $DUT $2"
+}
+foreign_frames 5005 5006
+foreign_frames 5007 5008
+
 # The DUT's copying variant, after its load/unload cycles.
 check copy-tcp-receive-16MiB sh -c 'timeout 800 netpipe recv 5011 | sha256sum | cut -d" " -f1 >/tmp/recv.sha'
 diag "peer_copy_received_sha=$(cat /tmp/recv.sha)"
@@ -190,7 +221,12 @@ fn e1000_rs_against_the_c_e1000() {
         dut.diagnostic("mac"),
         "the EEPROM address is the one on the wire"
     );
-    let counted = |key: &str| dut.diagnostic(key).parse::<u64>().unwrap();
+    let counted = |key: &str| {
+        let value = dut.diagnostic(key);
+        value
+            .parse::<u64>()
+            .unwrap_or_else(|e| panic!("{key}={value:?}: {e}"))
+    };
     assert_eq!(
         counted("rx_length_errors"),
         10,
@@ -228,6 +264,18 @@ fn e1000_rs_against_the_c_e1000() {
         counted("tx_bytes_64MiB") >= sent + 54 * min_packets,
         "tx_bytes counts every segment's headers: {} for 64 MiB",
         counted("tx_bytes_64MiB")
+    );
+    // Besides the peer's frames, the DUT receives only its few control messages meanwhile.
+    let foreign_frames_bytes = 20 * 1514;
+    assert!(
+        counted("foreign_rx_bytes_filtered") < foreign_frames_bytes,
+        "frames to another address filtered: {} bytes received",
+        counted("foreign_rx_bytes_filtered")
+    );
+    assert!(
+        counted("foreign_rx_bytes_promiscuous") >= foreign_frames_bytes,
+        "frames to another address received in promiscuous mode: {} bytes",
+        counted("foreign_rx_bytes_promiscuous")
     );
     assert_eq!(dut.diagnostic("cycles"), "100");
     assert_eq!(
