@@ -346,9 +346,14 @@ impl E1000<'_> {
     }
 
     /// `ndo_set_rx_mode_async`, while the interface is open (both under the RTNL lock).
+    ///
+    /// The stack calls it for every multicast group joined or left, which mostly leaves the mode
+    /// as it was: RCTL is written only when it changes. QEMU's model holds received frames back
+    /// for a second after every RCTL write (its `flush_queue_timer`).
     pub(crate) fn set_rx_mode(&self, mode: RxMode) {
-        if self.running.load(Ordering::Acquire) {
-            self.bar.write32(rctl(mode), regs::RCTL);
+        let rctl = rctl(mode);
+        if self.running.load(Ordering::Acquire) && self.bar.read32(regs::RCTL) != rctl {
+            self.bar.write32(rctl, regs::RCTL);
         }
     }
 
