@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Benchmark: 4k random read IOPS (QD1, QD32) and 128k sequential read/write MB/s of nvme_rs against
 # the C nvme driver, in one boot, on identical controllers with a null-co and a file backend.
-# Prints the ratios. Usage: scripts/bench-nvme.sh [--instructions] [ROUNDS] [SECONDS_PER_FIGURE]
-# (--instructions: guest instructions per I/O instead of throughput, counted by a QEMU plugin)
+# Prints the ratios.
+# Usage: scripts/bench-nvme.sh [--instructions | --count KIND] [ROUNDS] [SECONDS_PER_FIGURE]
+# (--instructions: guest instructions per I/O instead of throughput, counted by a QEMU plugin;
+# --count blocks|atomics|mmio: translated blocks, atomic instructions or device accesses instead)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --quiet

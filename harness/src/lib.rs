@@ -34,7 +34,7 @@ pub use guest_tools::guest_tool;
 pub use kbuild::build_module;
 pub use kernel_log::{problems, Problem};
 pub use ktap::{Ktap, TestResult};
-pub use qemu::{Drive, Machine, NetBackend, Nic, Vm};
+pub use qemu::{Counted, Drive, Machine, NetBackend, Nic, Vm};
 pub use qmp::Qmp;
 pub use scenario::{InstructionMarks, Outcome, Scenario, SocketLink, VmOutcome};
 pub use template::{generate_driver, VENDORED};

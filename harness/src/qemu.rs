@@ -81,7 +81,60 @@ pub struct Vm {
     pub(crate) nvme: Vec<Vec<Drive>>,
     pub(crate) timeout: Duration,
     pub(crate) debug_checks: bool,
-    pub(crate) count_instructions: bool,
+    pub(crate) counted: Option<Counted>,
+}
+
+/// What the counting QEMU plugin (`harness/qemu-plugins/insn_count.c`) counts between the guest's
+/// `mark` commands. Under emulation an instruction's cost depends on its kind: besides the
+/// instructions themselves, these are the events that cost the emulator most.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Counted {
+    /// Guest instructions.
+    Instructions,
+    /// Translated blocks executed: about one per jump, call or return taken, each a block lookup.
+    Blocks,
+    /// Atomic read-modify-write instructions (`lock` prefix, `xchg` with memory): each a call out of
+    /// the translated code.
+    Atomics,
+    /// Memory accesses that reach an emulated device (MMIO): each a call into the device model.
+    Mmio,
+}
+
+impl Counted {
+    const ALL: [Counted; 4] = [
+        Counted::Instructions,
+        Counted::Blocks,
+        Counted::Atomics,
+        Counted::Mmio,
+    ];
+
+    /// The name the plugin and the benchmarks' `--count` take, and the unit their tables print.
+    pub fn name(self) -> &'static str {
+        match self {
+            Counted::Instructions => "insns",
+            Counted::Blocks => "blocks",
+            Counted::Atomics => "atomics",
+            Counted::Mmio => "mmio",
+        }
+    }
+
+    /// Takes a benchmark's leading `--instructions` or `--count KIND` off `args`.
+    pub fn from_args(
+        args: &mut std::iter::Peekable<impl Iterator<Item = String>>,
+    ) -> std::result::Result<Option<Counted>, String> {
+        if args.next_if(|a| a == "--instructions").is_some() {
+            return Ok(Some(Counted::Instructions));
+        }
+        if args.next_if(|a| a == "--count").is_none() {
+            return Ok(None);
+        }
+        let kind = args.next().unwrap_or_default();
+        Counted::ALL
+            .into_iter()
+            .find(|c| c.name() == kind)
+            .map(Some)
+            .ok_or_else(|| format!("--count {kind:?}: one of insns, blocks, atomics, mmio"))
+    }
 }
 
 impl Vm {
@@ -104,7 +157,7 @@ impl Vm {
             nvme: Vec::new(),
             timeout: Duration::from_secs(180),
             debug_checks: true,
-            count_instructions: false,
+            counted: None,
         }
     }
 
@@ -134,10 +187,11 @@ impl Vm {
         self
     }
 
-    /// Counts the guest instructions executed between the guest's `mark` commands (a QEMU plugin,
-    /// `harness/qemu-plugins/insn_count.c`): see [`crate::VmOutcome::instruction_marks`].
-    pub fn count_instructions(mut self) -> Vm {
-        self.count_instructions = true;
+    /// Counts `what` (guest instructions, or one of the costly kinds of event) executed between the
+    /// guest's `mark` commands (a QEMU plugin, `harness/qemu-plugins/insn_count.c`): see
+    /// [`crate::VmOutcome::instruction_marks`].
+    pub fn count(mut self, what: Counted) -> Vm {
+        self.counted = Some(what);
         self.tools.push("mark".to_string());
         self
     }
@@ -291,10 +345,15 @@ impl Vm {
             "-qmp".into(),
             format!("unix:{},server=on,wait=off", path("qmp.sock")),
         ]);
-        if let Some(plugin) = plugin {
+        if let (Some(plugin), Some(what)) = (plugin, self.counted) {
             args.extend([
                 "-plugin".into(),
-                format!("{},out={}", plugin.display(), path(INSTRUCTIONS_LOG)),
+                format!(
+                    "{},out={},count={}",
+                    plugin.display(),
+                    path(INSTRUCTIONS_LOG),
+                    what.name()
+                ),
             ]);
         }
         if self.machine == Machine::Q35Iommu {

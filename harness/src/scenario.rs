@@ -159,8 +159,8 @@ impl VmOutcome {
         }
     }
 
-    /// The guest instructions executed up to each `mark` of a VM that counted them
-    /// ([`crate::Vm::count_instructions`]).
+    /// The guest instructions (or other events) counted up to each `mark` of a VM that counted
+    /// them ([`crate::Vm::count`]).
     pub fn instruction_marks(&self) -> Result<InstructionMarks> {
         let log = self
             .console_log
@@ -306,7 +306,8 @@ impl Scenario {
         let initrd = dir.join("initramfs.cpio");
         self.initramfs(env, &vm, &initrd)?;
         let plugin = vm
-            .count_instructions
+            .counted
+            .is_some()
             .then(|| crate::guest_tools::qemu_plugin("insn_count"))
             .transpose()?;
         let args = vm.qemu_args(&dir, &env.bzimage(), &initrd, plugin.as_deref())?;

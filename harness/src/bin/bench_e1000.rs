@@ -11,14 +11,15 @@
 //! Each round measures e1000_rs three ways (its default, `rx_copy=1`, `tx_copy=1 rx_copy=1`),
 //! each against the C driver in turns with it.
 //!
-//! With `--instructions`, the DUT counts guest instructions instead (`Vm::count_instructions`, a
-//! QEMU plugin), and the figures are what each driver costs the DUT's CPUs: instructions per MiB sent
-//! and received and per ping, exact where the timings move by tens of percent between rounds. The
-//! drivers then take one turn each per round: the counts need no interleaving.
+//! With `--instructions`, the DUT counts guest instructions instead (`Vm::count`, a QEMU plugin),
+//! and the figures are what each driver costs the DUT's CPUs: instructions per MiB sent and received
+//! and per ping, exact where the timings move by tens of percent between rounds. The drivers then
+//! take one turn each per round: the counts need no interleaving. `--count blocks|atomics|mmio`
+//! counts the events that cost the emulator more than their instructions ([`Counted`]).
 //!
-//! Run through `scripts/bench-e1000.sh [--instructions] [ROUNDS]`.
+//! Run through `scripts/bench-e1000.sh [--instructions | --count KIND] [ROUNDS]`.
 
-use harness::{stats::Paired, Scenario, SocketLink, Vm};
+use harness::{stats::Paired, Counted, Scenario, SocketLink, Vm};
 
 /// MiB each way per round and driver, and pings per round and driver, split over the turns.
 const MIB: u32 = 32;
@@ -189,7 +190,11 @@ fn mbps(transfers: &[(f64, f64)]) -> f64 {
 
 fn main() {
     let mut args = std::env::args().skip(1).peekable();
-    let count = args.next_if(|a| a == "--instructions").is_some();
+    let counted = Counted::from_args(&mut args).unwrap_or_else(|e| {
+        eprintln!("{e}");
+        std::process::exit(2);
+    });
+    let count = counted.is_some();
     let rounds: u32 = args
         .next()
         .and_then(|a| a.parse().ok())
@@ -210,8 +215,8 @@ fn main() {
         .without_debug_checks()
         .script(&dut_script(rounds, turns, count))
         .timeout(std::time::Duration::from_secs(1800));
-    if count {
-        dut = dut.count_instructions();
+    if let Some(what) = counted {
+        dut = dut.count(what);
     }
     let peer = Vm::new("peer")
         .cpus(CPUS)
@@ -231,11 +236,10 @@ fn main() {
         } else {
             format!("the drivers taking {TURNS} turns each")
         },
-        if count {
-            "; guest instructions on the DUT (lower is better)"
-        } else {
-            ""
-        }
+        counted.map_or(String::new(), |what| format!(
+            "; guest {} on the DUT (lower is better)",
+            what.name()
+        ))
     );
     let outcome = match Scenario::new("bench-e1000").vm(dut).vm(peer).run() {
         Ok(o) => o,
@@ -270,16 +274,15 @@ fn main() {
                 let mut sent = Vec::new();
                 let mut received = Vec::new();
                 let mut rtt = 0.0;
-                // Instructions of the runs ending at the marks noted as `key`, summed over turns.
-                let mut counted = [0u64; 3];
+                // Counts of the runs ending at the marks noted as `key`, summed over turns.
+                let mut events = [0u64; 3];
                 for turn in 0..turns {
                     let figure = |key: &str| {
                         dut.ktap
                             .diagnostic(&format!("round{round}.{name}.{who}.turn{turn}.{key}"))
                     };
                     if count {
-                        for (sum, key) in
-                            counted.iter_mut().zip(["tx_mark", "rx_mark", "ping_mark"])
+                        for (sum, key) in events.iter_mut().zip(["tx_mark", "rx_mark", "ping_mark"])
                         {
                             *sum += marks.run_ending_at(figure(key)?.parse().ok()?)?;
                         }
@@ -294,9 +297,9 @@ fn main() {
                 }
                 Some(if count {
                     [
-                        counted[0] as f64 / f64::from(MIB),
-                        counted[1] as f64 / f64::from(MIB),
-                        counted[2] as f64 / f64::from(PINGS),
+                        events[0] as f64 / f64::from(MIB),
+                        events[1] as f64 / f64::from(MIB),
+                        events[2] as f64 / f64::from(PINGS),
                     ]
                 } else {
                     [mbps(&sent), mbps(&received), rtt]
@@ -315,18 +318,17 @@ fn main() {
             }
         }
     }
-    let labels = if count {
-        [
-            "TCP DUT -> peer (insns/MiB)",
-            "TCP peer -> DUT (insns/MiB)",
-            "ping (insns/round trip)",
-        ]
-    } else {
-        [
-            "TCP DUT -> peer (MB/s)",
-            "TCP peer -> DUT (MB/s)",
-            "ping RTT (ms, lower is better)",
-        ]
+    let labels = match counted {
+        Some(what) => [
+            format!("TCP DUT -> peer ({}/MiB)", what.name()),
+            format!("TCP peer -> DUT ({}/MiB)", what.name()),
+            format!("ping ({}/round trip)", what.name()),
+        ],
+        None => [
+            "TCP DUT -> peer (MB/s)".to_string(),
+            "TCP peer -> DUT (MB/s)".to_string(),
+            "ping RTT (ms, lower is better)".to_string(),
+        ],
     };
     for (variant, (_, _, title)) in VARIANTS.iter().enumerate() {
         println!();

@@ -15,17 +15,18 @@
 //!
 //! The tool runs on CPU 0, so that both drivers serve it from the same hardware queue and CPU.
 //!
-//! With `--instructions`, the VM counts guest instructions instead (`Vm::count_instructions`, a
-//! QEMU plugin) and the figures are instructions per I/O: what each driver costs the guest's CPUs,
-//! exact where the timings move by tens of percent from round to round. The counter slows the VM
-//! down, so throughput is not reported then.
+//! With `--instructions`, the VM counts guest instructions instead (`Vm::count`, a QEMU plugin) and
+//! the figures are instructions per I/O: what each driver costs the guest's CPUs, exact where the
+//! timings move by tens of percent from round to round. The counter slows the VM down, so
+//! throughput is not reported then. `--count blocks|atomics|mmio` counts, per I/O, the events that
+//! cost the emulator more than their instructions ([`Counted`]).
 //!
-//! Run through `scripts/bench-nvme.sh [--instructions] [ROUNDS] [SECONDS]`.
+//! Run through `scripts/bench-nvme.sh [--instructions | --count KIND] [ROUNDS] [SECONDS]`.
 
 use harness::{
     nvme::{self, BIND_ALTERNATELY},
     stats::Paired,
-    Drive, Scenario,
+    Counted, Drive, Scenario,
 };
 
 const MIB: u64 = 1024 * 1024;
@@ -167,7 +168,11 @@ check benchmark-done true
 
 fn main() {
     let mut args = std::env::args().skip(1).peekable();
-    let count = args.next_if(|a| a == "--instructions").is_some();
+    let counted = Counted::from_args(&mut args).unwrap_or_else(|e| {
+        eprintln!("{e}");
+        std::process::exit(2);
+    });
+    let count = counted.is_some();
     let rounds: u32 = args
         .next()
         .and_then(|a| a.parse().ok())
@@ -186,8 +191,8 @@ fn main() {
             script(rounds, seconds, count)
         ))
         .timeout(std::time::Duration::from_secs(3600));
-    if count {
-        vm = vm.count_instructions();
+    if let Some(what) = counted {
+        vm = vm.count(what);
     }
     println!(
         "nvme benchmark: {rounds} rounds, {seconds} s per figure and driver{}, {SPAN_MIB} MiB \
@@ -197,11 +202,10 @@ fn main() {
         } else {
             format!(" in turns of {SLICE_SECONDS} s")
         },
-        if count {
-            "; guest instructions per I/O (lower is better)"
-        } else {
-            ""
-        }
+        counted.map_or(String::new(), |what| format!(
+            "; guest {} per I/O (lower is better)",
+            what.name()
+        ))
     );
     let outcome = match Scenario::new("bench-nvme").vm(vm).run() {
         Ok(o) => o,
@@ -253,11 +257,12 @@ fn main() {
                 );
                 std::process::exit(1);
             }
-            let label = if count {
-                f.label
-                    .replace(if f.iops { "(IOPS)" } else { "(MB/s)" }, "(insns/IO)")
-            } else {
-                f.label.to_string()
+            let label = match counted {
+                Some(what) => f.label.replace(
+                    if f.iops { "(IOPS)" } else { "(MB/s)" },
+                    &format!("({}/IO)", what.name()),
+                ),
+                None => f.label.to_string(),
             };
             println!("{}", paired.line(&format!("{backend:<5} {label}")));
         }
