@@ -70,7 +70,8 @@ pub(crate) struct IoQueue<'a> {
     /// Requests whose segments average at least this many bytes go to the controller as an SGL,
     /// which costs it less than a PRP per page; `None` when the controller has no SGLs.
     sgl_threshold: Option<usize>,
-    /// Read and write commands sent with PRPs and with SGLs.
+    /// Read and write commands sent with PRPs and with SGLs. Written only under the `sq` lock, so
+    /// a load and a store count exactly, with no locked instruction per I/O.
     prp_commands: AtomicU64,
     sgl_commands: AtomicU64,
     irq: u32,
@@ -477,16 +478,19 @@ fn submit<'a>(
         cid: rq.tag(),
         ..Command::default()
     };
+    let data_pointer;
     {
         // SAFETY: blk-mq gave the request to the driver: nothing else uses its data now.
         let pdu = unsafe { &mut *rq.pdu() };
         pdu.status.store(0, Ordering::Relaxed);
         pdu.device_done.store(false, Ordering::Relaxed);
         pdu.aborted.store(false, Ordering::Relaxed);
-        let result = prepare(queue, ns, rq, pdu, &mut command);
-        if let Err(status) = result {
-            pdu.release();
-            return Err(status);
+        match prepare(queue, ns, rq, pdu, &mut command) {
+            Ok(pointer) => data_pointer = pointer,
+            Err(status) => {
+                pdu.release();
+                return Err(status);
+            }
         }
     }
     rq.start();
@@ -500,11 +504,31 @@ fn submit<'a>(
     }
     let mut sq = queue.sq.lock();
     let pushed = sq.push(command);
+    if pushed.is_ok() {
+        let counter = match data_pointer {
+            DataPointer::Prps => Some(&queue.prp_commands),
+            DataPointer::Sgl => Some(&queue.sgl_commands),
+            DataPointer::None => None,
+        };
+        if let Some(counter) = counter {
+            // Under the `sq` lock: no other writer.
+            counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        }
+    }
     if last || pushed.is_err() {
         sq.ring(&queue.ctrl.bar, queue.ctrl.shadow_doorbells())
             .map_err(|_| Status::IOERR)?;
     }
     pushed.map_err(|_| Status::IOERR)
+}
+
+/// How a command points the controller at its data.
+#[derive(Clone, Copy)]
+enum DataPointer {
+    /// No data, or a controller structure (a DSM range).
+    None,
+    Prps,
+    Sgl,
 }
 
 /// Fills in `command` for `rq`, mapping its data into `pdu`.
@@ -514,7 +538,7 @@ fn prepare<'a>(
     rq: &Request<Pdu<'a>>,
     pdu: &mut Pdu<'a>,
     command: &mut Command,
-) -> Result<(), Status> {
+) -> Result<DataPointer, Status> {
     let lba = |sector: u64| sector >> (ns.lba_shift - 9);
     match rq.op() {
         Op::Flush => command.opcode = nvm::FLUSH,
@@ -564,15 +588,14 @@ fn prepare<'a>(
                 && 2 * segments <= PRP_LIST_ENTRIES
             {
                 build_sgl(queue, pdu, command)?;
-                queue.sgl_commands.fetch_add(1, Ordering::Relaxed);
-            } else {
-                build_prps(queue, pdu, command)?;
-                queue.prp_commands.fetch_add(1, Ordering::Relaxed);
+                return Ok(DataPointer::Sgl);
             }
+            build_prps(queue, pdu, command)?;
+            return Ok(DataPointer::Prps);
         }
         Op::Other(_) => return Err(Status::NOTSUPP),
     }
-    Ok(())
+    Ok(DataPointer::None)
 }
 
 /// Maps the request's data for the device, one mapping for each run of pieces that follow each
