@@ -138,7 +138,6 @@ impl pci::Driver for E1000Driver {
                 let netdev = NetDev::alloc(bound.as_ref())?;
                 let mac = read_mac_address(bar)?;
                 netdev.set_hw_addr(&mac);
-                program_mac_address(bar, &mac);
                 // SAFETY: `this` is pinned and outlives the registration and the IRQ (`PinnedDrop`
                 // unregisters and frees both before anything else goes).
                 unsafe { netdev.set_adapter(this.as_ptr()) };
@@ -166,7 +165,8 @@ impl pci::Driver for E1000Driver {
             },
         })
         .pin_chain(|e1000| {
-            // Shared: registering may call back into the adapter (`ndo_get_stats64`).
+            // Shared: registering may call back into the adapter (`ndo_get_stats64`), as may the
+            // shared IRQ's handler.
             let e1000 = e1000.into_ref().get_ref();
             // Off until `open` reads the link: set before registering, as the interface can be
             // opened the moment it is registered.
@@ -318,9 +318,11 @@ impl E1000<'_> {
         bar.write32(rx_len as u32, regs::RDLEN);
         bar.write32(0, regs::RDH);
         bar.write32(0, regs::RDTR);
-        // After `stop`'s reset Receive Address 0 may hold the EEPROM's address again (the C driver
-        // rewrites it after every reset), and the interface's may have changed meanwhile.
-        program_mac_address(bar, &self.netdev.hw_addr());
+        // On the chip, `stop`'s reset reloads Receive Address 0 from the EEPROM (QEMU's model keeps
+        // it); the C driver rewrites it after every reset too.
+        // SAFETY: `ndo_open` runs under the RTNL lock.
+        let mac = unsafe { self.netdev.hw_addr() };
+        program_mac_address(bar, &mac);
         for i in 0..regs::MTA_ENTRIES {
             bar.write32(0, regs::MTA + 4 * i);
         }

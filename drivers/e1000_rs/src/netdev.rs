@@ -135,12 +135,13 @@ pub(crate) fn valid_ether_addr(addr: &MacAddress) -> bool {
 ///
 /// # Invariants
 ///
-/// `raw` came from `e1000_rs_alloc_netdev` and is freed only by `Drop`; it is not registered while
-/// `registered` is false.
+/// `raw` came from `e1000_rs_alloc_netdev` and is freed only by `Drop`; `registered` says whether
+/// it is registered, except while [`NetDev::register`] or [`NetDev::unregister`] runs.
 pub(crate) struct NetDev {
     raw: NonNull<NetDevice>,
-    /// Taken through `&self`: registering and unregistering call back into the adapter, which
-    /// holds shared references to it meanwhile.
+    /// Behind `&self`: registering and unregistering call back into the adapter, which holds
+    /// shared references to it meanwhile. Probe registers and remove unregisters; the driver core
+    /// never runs the two at once, so the flag needs no ordering.
     registered: AtomicBool,
 }
 
@@ -177,22 +178,24 @@ impl NetDev {
         unsafe { e1000_rs_set_adapter(self.raw(), adapter.cast_mut().cast()) };
     }
 
-    /// Registers the interface with the networking stack, once.
+    /// Registers the interface with the networking stack, once; called by probe only.
     pub(crate) fn register(&self) -> Result {
-        if self.registered.swap(true, Ordering::AcqRel) {
+        if self.registered.swap(true, Ordering::Relaxed) {
             return Err(EBUSY);
         }
-        // SAFETY: `raw` is valid; by the swap above it is not registered.
+        // SAFETY: `raw` is valid; it was not registered (the flag was clear, and only probe
+        // registers).
         let result = kernel::error::to_result(unsafe { e1000_rs_register(self.raw()) });
         if result.is_err() {
-            self.registered.store(false, Ordering::Release);
+            self.registered.store(false, Ordering::Relaxed);
         }
         result
     }
 
-    /// Unregisters the interface (which closes it first); a no-op when not registered.
+    /// Unregisters the interface (which closes it first); a no-op when not registered. Called by
+    /// remove (and `Drop`), never while probe registers.
     pub(crate) fn unregister(&self) {
-        if self.registered.swap(false, Ordering::AcqRel) {
+        if self.registered.swap(false, Ordering::Relaxed) {
             // SAFETY: `raw` is valid and registered.
             unsafe { e1000_rs_unregister(self.raw()) };
         }
@@ -210,13 +213,17 @@ impl NetDev {
         unsafe { e1000_rs_set_hw_addr(self.raw(), addr.as_ptr()) };
     }
 
-    /// The interface's hardware address (`dev_addr`), read under the RTNL lock (by `open`).
-    pub(crate) fn hw_addr(&self) -> MacAddress {
+    /// The interface's hardware address (`dev_addr`).
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the RTNL lock, under which alone the stack changes the address.
+    pub(crate) unsafe fn hw_addr(&self) -> MacAddress {
         let mut addr = MacAddress::default();
-        // SAFETY: `raw` is valid, and an Ethernet device's address has 6 bytes.
+        // SAFETY: `raw` is valid.
         let current = unsafe { e1000_rs_dev_addr(self.raw()) };
-        // SAFETY: `current` points to 6 readable bytes, which the stack changes only under the
-        // RTNL lock, held by the caller.
+        // SAFETY: `current` points to the 6 bytes of an Ethernet device's address, which nothing
+        // changes meanwhile (safety requirement).
         unsafe { core::ptr::copy_nonoverlapping(current, addr.as_mut_ptr(), addr.len()) };
         addr
     }
