@@ -478,21 +478,20 @@ fn submit<'a>(
         cid: rq.tag(),
         ..Command::default()
     };
-    let data_pointer;
-    {
+    let data_pointer = {
         // SAFETY: blk-mq gave the request to the driver: nothing else uses its data now.
         let pdu = unsafe { &mut *rq.pdu() };
         pdu.status.store(0, Ordering::Relaxed);
         pdu.device_done.store(false, Ordering::Relaxed);
         pdu.aborted.store(false, Ordering::Relaxed);
         match prepare(queue, ns, rq, pdu, &mut command) {
-            Ok(pointer) => data_pointer = pointer,
+            Ok(pointer) => pointer,
             Err(status) => {
                 pdu.release();
                 return Err(status);
             }
         }
-    }
+    };
     rq.start();
     // Pairs with the fence in `Controller::kill`: either this request sees the controller dead, or
     // `kill` sees this request in flight and cancels it.
@@ -540,8 +539,11 @@ fn prepare<'a>(
     command: &mut Command,
 ) -> Result<DataPointer, Status> {
     let lba = |sector: u64| sector >> (ns.lba_shift - 9);
-    match rq.op() {
-        Op::Flush => command.opcode = nvm::FLUSH,
+    Ok(match rq.op() {
+        Op::Flush => {
+            command.opcode = nvm::FLUSH;
+            DataPointer::None
+        }
         Op::Discard => {
             let blocks = rq.bytes() >> ns.lba_shift;
             let mut range = queue
@@ -561,6 +563,7 @@ fn prepare<'a>(
             command.cdw10 = 0;
             command.cdw11 = command::DSM_ATTR_DEALLOCATE;
             pdu.list = Some(range);
+            DataPointer::None
         }
         op @ (Op::Read | Op::Write) => {
             let bytes = rq.bytes();
@@ -588,14 +591,14 @@ fn prepare<'a>(
                 && 2 * segments <= PRP_LIST_ENTRIES
             {
                 build_sgl(queue, pdu, command)?;
-                return Ok(DataPointer::Sgl);
+                DataPointer::Sgl
+            } else {
+                build_prps(queue, pdu, command)?;
+                DataPointer::Prps
             }
-            build_prps(queue, pdu, command)?;
-            return Ok(DataPointer::Prps);
         }
         Op::Other(_) => return Err(Status::NOTSUPP),
-    }
-    Ok(DataPointer::None)
+    })
 }
 
 /// Maps the request's data for the device, one mapping for each run of pieces that follow each
