@@ -42,16 +42,20 @@ diag() { echo "# $*" >"$KTAP_OUT"; }
 # request NAME: ask the host to act (e.g. through QMP); the host answers by acting, so poll for the effect.
 request() { echo "# request: $1" >"$KTAP_OUT"; }
 
-# uptime_s: whole seconds since boot.
-uptime_s() { cut -d. -f1 /proc/uptime; }
+# uptime_cs: hundredths of a second since boot (/proc/uptime has two decimals; the 1 prefix keeps
+# a fraction such as 08 from reading as octal).
+uptime_cs() {
+	read -r up _ </proc/uptime
+	echo $((${up%.*} * 100 + 1${up#*.} - 100))
+}
 
 # wait_for SECONDS COMMAND...: poll COMMAND until it succeeds, for at most SECONDS of time (a slow
 # COMMAND such as ping -W 1 counts with its own duration); it runs at least once.
 wait_for() {
-	deadline=$(($(uptime_s) + $1))
+	wait_for_deadline=$(($(uptime_cs) + $1 * 100))
 	shift
 	until "$@" >/dev/null 2>&1; do
-		[ "$(uptime_s)" -lt "$deadline" ] || return 1
+		[ "$(uptime_cs)" -lt "$wait_for_deadline" ] || return 1
 		sleep 0.1
 	done
 }
