@@ -102,12 +102,15 @@ diag "foreign_rx_bytes_filtered=$(foreign_rx_bytes 5005 5006)"
 check promiscuous-on ip link set eth0 promisc on
 diag "foreign_rx_bytes_promiscuous=$(foreign_rx_bytes 5007 5008)"
 check promiscuous-off ip link set eth0 promisc off
+diag "foreign_rx_bytes_filtered_again=$(foreign_rx_bytes 5015 5016)"
 
 # A changed address is the one the receiver accepts, at once and after a close and an open. The
 # peer learns it from the DUT's ARP request (a change or a close flushes the DUT's neighbours).
+# (On the chip the close's reset reloads the EEPROM's address, which the open must overwrite; QEMU's
+# model keeps the changed one, so here the second ping only shows that the open does no harm.)
 check set-address ip link set eth0 address 02:00:00:00:00:01
 check changed-address-ping wait_for 30 ping -c 1 -W 1 $PEER
-ip link set eth0 down && ip link set eth0 up
+check close-open sh -c 'ip link set eth0 down && ip link set eth0 up'
 check reopened-carrier wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
 check reopened-changed-address-ping wait_for 30 ping -c 1 -W 1 $PEER
 
@@ -174,7 +177,7 @@ ip link set eth0 mtu 1500
 wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
 check tell-dut sh -c 'echo sent | netpipe send $DUT 5004'
 
-# Frames to another station's address, when the DUT asks: filtered, then promiscuous.
+# Frames to another station's address, when the DUT asks: filtered, promiscuous, filtered again.
 foreign_frames() {
     timeout 300 netpipe recv "$1" >/dev/null
     check "send-foreign-$1" rawframes eth0 02:00:00:00:00:99 0x88b5 1514 20
@@ -182,6 +185,7 @@ foreign_frames() {
 }
 foreign_frames 5005 5006
 foreign_frames 5007 5008
+foreign_frames 5015 5016
 
 # The DUT's copying variant, after its load/unload cycles.
 check copy-tcp-receive-16MiB sh -c 'timeout 800 netpipe recv 5011 | sha256sum | cut -d" " -f1 >/tmp/recv.sha'
@@ -265,15 +269,21 @@ fn e1000_rs_against_the_c_e1000() {
         "tx_bytes counts every segment's headers: {} for 64 MiB",
         counted("tx_bytes_64MiB")
     );
-    // Besides the peer's frames, the DUT receives only its few control messages meanwhile.
-    let foreign_frames_bytes = 20 * 1514;
+    // The peer's 20 frames of 1514 bytes to another address each time; besides them the DUT
+    // receives only its few control messages (549 bytes in a run), so a single foreign frame shows.
+    let (frame, frames) = (1514, 20);
+    for key in [
+        "foreign_rx_bytes_filtered",
+        "foreign_rx_bytes_filtered_again",
+    ] {
+        assert!(
+            counted(key) < frame,
+            "frames to another address filtered: {key}={}",
+            counted(key)
+        );
+    }
     assert!(
-        counted("foreign_rx_bytes_filtered") < foreign_frames_bytes,
-        "frames to another address filtered: {} bytes received",
-        counted("foreign_rx_bytes_filtered")
-    );
-    assert!(
-        counted("foreign_rx_bytes_promiscuous") >= foreign_frames_bytes,
+        counted("foreign_rx_bytes_promiscuous") >= frames * frame,
         "frames to another address received in promiscuous mode: {} bytes",
         counted("foreign_rx_bytes_promiscuous")
     );
