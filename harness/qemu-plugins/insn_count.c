@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * A QEMU TCG plugin that counts what all vCPUs execute, and appends the running total to a file each
- * time the guest executes `xchg %bx,%bx` (the guest tool `mark`). Benchmarks wrap a measured run in
- * two marks: the difference is what the run cost the guest's CPUs, an exact figure where timings
- * under emulation on a shared host move by tens of percent.
+ * A QEMU TCG plugin that counts what all vCPUs execute, and appends the running total to a file
+ * each time the guest executes `xchg %bx,%bx` (the guest tool `mark`). Benchmarks wrap a measured
+ * run in two marks: the difference is what the run cost the guest's CPUs, an exact figure where
+ * timings under emulation on a shared host move by tens of percent.
  *
  * What it counts (count=, the harness's `Counted`): insns, guest instructions (the default);
- * blocks, translated blocks executed (about one per jump, call or return taken); atomics, atomic
- * read-modify-write instructions (lock prefix, xchg with memory); mmio, memory accesses that reach
- * an emulated device.
+ * blocks, translated blocks executed (about one per branch, taken or not; an indirect one costs a
+ * lookup); atomics, atomic read-modify-write instructions (lock prefix, xchg with memory); mmio,
+ * memory-mapped accesses that reach an emulated device (port I/O is not counted).
  *
  * Usage: -plugin insn_count.so,out=FILE[,count=insns|blocks|atomics|mmio]
  *
@@ -82,8 +82,8 @@ static void memory_access(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_
 static bool is_atomic(const unsigned char *p, size_t n)
 {
 	/* The other legacy prefixes; they and REX (0x40-0x4f) may come before the opcode too. */
-	static const unsigned char prefixes[] = { 0x66, 0x67, 0xf2, 0xf3, 0x2e, 0x3e, 0x26, 0x64, 0x65,
-						  0x36 };
+	static const unsigned char prefixes[] = { 0x66, 0x67, 0xf2, 0xf3, 0x2e,
+						  0x3e, 0x26, 0x64, 0x65, 0x36 };
 	size_t i;
 
 	for (i = 0; i < n; i++) {
@@ -111,9 +111,12 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
 	size_t n = qemu_plugin_tb_n_insns(tb);
 
-	if (counted == INSNS || counted == BLOCKS)
+	if (counted == INSNS || counted == BLOCKS) {
+		uintptr_t per_block = counted == INSNS ? n : 1;
+
 		qemu_plugin_register_vcpu_tb_exec_cb(tb, add, QEMU_PLUGIN_CB_NO_REGS,
-						     (void *)(uintptr_t)(counted == INSNS ? n : 1));
+						     (void *)per_block);
+	}
 	for (size_t i = 0; i < n; i++) {
 		struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
 		const unsigned char *data = qemu_plugin_insn_data(insn);
@@ -121,12 +124,14 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 
 		if (counted == ATOMICS && is_atomic(data, size))
 			qemu_plugin_register_vcpu_insn_exec_cb(insn, add, QEMU_PLUGIN_CB_NO_REGS,
-							       (void *)(uintptr_t)1);
+							       (void *)1);
 		if (counted == MMIO)
-			qemu_plugin_register_vcpu_mem_cb(insn, memory_access, QEMU_PLUGIN_CB_NO_REGS,
+			qemu_plugin_register_vcpu_mem_cb(insn, memory_access,
+							 QEMU_PLUGIN_CB_NO_REGS,
 							 QEMU_PLUGIN_MEM_RW, NULL);
 		if (size == sizeof(mark_insn) && !memcmp(data, mark_insn, sizeof(mark_insn)))
-			qemu_plugin_register_vcpu_insn_exec_cb(insn, mark, QEMU_PLUGIN_CB_NO_REGS, NULL);
+			qemu_plugin_register_vcpu_insn_exec_cb(insn, mark, QEMU_PLUGIN_CB_NO_REGS,
+							       NULL);
 	}
 }
 
@@ -136,22 +141,27 @@ __attribute__((visibility("default"))) int qemu_plugin_install(qemu_plugin_id_t 
 {
 	static const char *const names[] = { [INSNS] = "insns", [BLOCKS] = "blocks",
 					     [ATOMICS] = "atomics", [MMIO] = "mmio" };
+	const size_t kinds = sizeof(names) / sizeof(names[0]);
+	const char *path = NULL;
 
 	for (int i = 0; i < argc; i++) {
 		if (!strncmp(argv[i], "out=", 4)) {
-			out = fopen(argv[i] + 4, "w");
+			path = argv[i] + 4;
 		} else if (!strncmp(argv[i], "count=", 6)) {
 			size_t k = 0;
 
-			while (k < 4 && strcmp(argv[i] + 6, names[k]))
+			while (k < kinds && strcmp(argv[i] + 6, names[k]))
 				k++;
-			if (k == 4) {
-				fprintf(stderr, "insn_count: count= takes insns, blocks, atomics or mmio\n");
+			if (k == kinds) {
+				fprintf(stderr,
+					"insn_count: count= is insns, blocks, atomics or mmio\n");
 				return -1;
 			}
 			counted = k;
 		}
 	}
+	if (path)
+		out = fopen(path, "w");
 	if (!out) {
 		fprintf(stderr, "insn_count: needs out=FILE, a file it can write\n");
 		return -1;

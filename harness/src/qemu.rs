@@ -91,12 +91,14 @@ pub struct Vm {
 pub enum Counted {
     /// Guest instructions.
     Instructions,
-    /// Translated blocks executed: about one per jump, call or return taken, each a block lookup.
+    /// Translated blocks executed: about one per branch, taken or not (an indirect one costs a
+    /// lookup).
     Blocks,
-    /// Atomic read-modify-write instructions (`lock` prefix, `xchg` with memory): each a call out of
-    /// the translated code.
+    /// Atomic read-modify-write instructions (`lock` prefix, `xchg` with memory): each a call out
+    /// of the translated code.
     Atomics,
-    /// Memory accesses that reach an emulated device (MMIO): each a call into the device model.
+    /// Memory-mapped accesses that reach an emulated device (MMIO; port I/O is not counted): each a
+    /// call into the device model.
     Mmio,
 }
 

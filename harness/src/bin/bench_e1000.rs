@@ -12,9 +12,9 @@
 //! each against the C driver in turns with it.
 //!
 //! With `--instructions`, the DUT counts guest instructions instead (`Vm::count`, a QEMU plugin),
-//! and the figures are what each driver costs the DUT's CPUs: instructions per MiB sent and received
-//! and per ping, exact where the timings move by tens of percent between rounds. The drivers then
-//! take one turn each per round: the counts need no interleaving. `--count blocks|atomics|mmio`
+//! and the figures are what each driver costs the DUT's CPUs: instructions per MiB sent and
+//! received and per ping, exact where the timings move by tens of percent between rounds. The
+//! drivers then take one turn each per round: the counts need no interleaving. `--count blocks|atomics|mmio`
 //! counts the events that cost the emulator more than their instructions ([`Counted`]).
 //!
 //! Run through `scripts/bench-e1000.sh [--instructions | --count KIND] [ROUNDS]`.
