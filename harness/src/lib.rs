@@ -36,7 +36,7 @@ pub use kernel_log::{problems, Problem};
 pub use ktap::{Ktap, TestResult};
 pub use qemu::{Counted, Drive, Machine, NetBackend, Nic, Vm};
 pub use qmp::Qmp;
-pub use scenario::{InstructionMarks, Outcome, Scenario, SocketLink, VmOutcome};
+pub use scenario::{CountMarks, Outcome, Scenario, SocketLink, VmOutcome};
 pub use template::{generate_driver, VENDORED};
 
 /// Harness errors carry a complete message, including the log file to read where there is one.

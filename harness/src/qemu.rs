@@ -59,8 +59,8 @@ pub enum Drive {
     },
 }
 
-/// Where the instruction counter of a VM writes the count at each mark, one line each.
-pub(crate) const INSTRUCTIONS_LOG: &str = "instructions.log";
+/// Where the counting plugin of a VM writes its running count at each mark, one line each.
+pub(crate) const COUNTS_LOG: &str = "counts.log";
 
 /// One VM of a scenario.
 #[derive(Debug, Clone)]
@@ -191,7 +191,7 @@ impl Vm {
 
     /// Counts `what` (guest instructions, or one of the costly kinds of event) executed between the
     /// guest's `mark` commands (a QEMU plugin, `harness/qemu-plugins/insn_count.c`): see
-    /// [`crate::VmOutcome::instruction_marks`].
+    /// [`crate::VmOutcome::count_marks`].
     pub fn count(mut self, what: Counted) -> Vm {
         self.counted = Some(what);
         self.tools.push("mark".to_string());
@@ -353,7 +353,7 @@ impl Vm {
                 format!(
                     "{},out={},count={}",
                     plugin.display(),
-                    path(INSTRUCTIONS_LOG),
+                    path(COUNTS_LOG),
                     what.name()
                 ),
             ]);

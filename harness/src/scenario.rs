@@ -161,10 +161,8 @@ impl VmOutcome {
 
     /// The guest instructions (or other events) counted up to each `mark` of a VM that counted
     /// them ([`crate::Vm::count`]).
-    pub fn instruction_marks(&self) -> Result<InstructionMarks> {
-        let log = self
-            .console_log
-            .with_file_name(crate::qemu::INSTRUCTIONS_LOG);
+    pub fn count_marks(&self) -> Result<CountMarks> {
+        let log = self.console_log.with_file_name(crate::qemu::COUNTS_LOG);
         let text = std::fs::read_to_string(&log)
             .map_err(|e| err!("{}: cannot read {}: {e}", self.name, log.display()))?;
         text.lines()
@@ -173,7 +171,7 @@ impl VmOutcome {
                     .map_err(|_| err!("{}: bad line {line:?} in {}", self.name, log.display()))
             })
             .collect::<Result<_>>()
-            .map(InstructionMarks)
+            .map(CountMarks)
     }
 
     /// A `# key=value` diagnostic the guest reported, or a panic naming the log.
@@ -188,12 +186,12 @@ impl VmOutcome {
     }
 }
 
-/// The instruction counts at a VM's marks, in order.
+/// The running counts at a VM's marks, in order.
 #[derive(Debug, Clone, Default)]
-pub struct InstructionMarks(pub Vec<u64>);
+pub struct CountMarks(pub Vec<u64>);
 
-impl InstructionMarks {
-    /// The instructions executed between the `n - 1`-th and the `n`-th mark (counting from 1): a
+impl CountMarks {
+    /// What was counted between the `n - 1`-th and the `n`-th mark (counting from 1): a
     /// run that the guest wrapped in two marks and noted as ending at mark `n`.
     pub fn run_ending_at(&self, n: usize) -> Option<u64> {
         let (before, after) = (

@@ -157,6 +157,17 @@ impl<'a> IoQueue<'a> {
         }
     }
 
+    /// Counts a command queued with `pointer`. Called under the `sq` lock: the counters' one
+    /// writer, so a load and a store count exactly.
+    fn count_queued(&self, pointer: DataPointer) {
+        let counter = match pointer {
+            DataPointer::Prps => &self.prp_commands,
+            DataPointer::Sgl => &self.sgl_commands,
+            DataPointer::None => return,
+        };
+        counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    }
+
     /// How many read and write commands went out with PRPs and with SGLs.
     pub(crate) fn data_pointer_counts(&self) -> (u64, u64) {
         (
@@ -504,15 +515,7 @@ fn submit<'a>(
     let mut sq = queue.sq.lock();
     let pushed = sq.push(command);
     if pushed.is_ok() {
-        let counter = match data_pointer {
-            DataPointer::Prps => Some(&queue.prp_commands),
-            DataPointer::Sgl => Some(&queue.sgl_commands),
-            DataPointer::None => None,
-        };
-        if let Some(counter) = counter {
-            // Under the `sq` lock: no other writer.
-            counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-        }
+        queue.count_queued(data_pointer);
     }
     if last || pushed.is_err() {
         sq.ring(&queue.ctrl.bar, queue.ctrl.shadow_doorbells())

@@ -14,8 +14,9 @@
 //! With `--instructions`, the DUT counts guest instructions instead (`Vm::count`, a QEMU plugin),
 //! and the figures are what each driver costs the DUT's CPUs: instructions per MiB sent and
 //! received and per ping, exact where the timings move by tens of percent between rounds. The
-//! drivers then take one turn each per round: the counts need no interleaving. `--count blocks|atomics|mmio`
-//! counts the events that cost the emulator more than their instructions ([`Counted`]).
+//! drivers then take one turn each per round: the counts need no interleaving.
+//! `--count blocks|atomics|mmio` counts the events that cost the emulator more than their
+//! instructions ([`Counted`]).
 //!
 //! Run through `scripts/bench-e1000.sh [--instructions | --count KIND] [ROUNDS]`.
 
@@ -258,7 +259,7 @@ fn main() {
         Ok(dropped) => println!("frames the host dropped on the links: {dropped}"),
         Err(e) => eprintln!("{e}"),
     }
-    let marks = match count.then(|| dut.instruction_marks()).transpose() {
+    let marks = match count.then(|| dut.count_marks()).transpose() {
         Ok(marks) => marks.unwrap_or_default(),
         Err(e) => {
             eprintln!("{e}");

@@ -215,7 +215,7 @@ fn main() {
         }
     };
     let dut = outcome.vm("dut");
-    let marks = match count.then(|| dut.instruction_marks()).transpose() {
+    let marks = match count.then(|| dut.count_marks()).transpose() {
         Ok(marks) => marks.unwrap_or_default(),
         Err(e) => {
             eprintln!("{e}");
