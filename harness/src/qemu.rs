@@ -264,7 +264,7 @@ impl Vm {
     }
 
     /// Attaches an NVMe controller with one namespace per drive; its QEMU id is `nvme<N>` in the order
-    /// controllers were added (for QMP `device_del`).
+    /// controllers were added (for QMP `device_del`), and its namespaces' are `nvme<N>ns<NSID>`.
     pub fn nvme(mut self, namespaces: Vec<Drive>) -> Vm {
         self.nvme.push(namespaces);
         self
@@ -428,7 +428,10 @@ impl Vm {
                     "-blockdev".into(),
                     blockdev,
                     "-device".into(),
-                    format!("nvme-ns,drive={id},bus=nvme{c},nsid={}", n + 1),
+                    format!(
+                        "nvme-ns,id=nvme{c}ns{nsid},drive={id},bus=nvme{c},nsid={nsid}",
+                        nsid = n + 1
+                    ),
                 ]);
             }
         }

@@ -65,6 +65,18 @@ impl Qmp {
             .map(drop)
     }
 
+    /// `block_set_io_throttle`: limits guest device `id` (e.g. `nvme0ns1`) to `bytes_per_second`
+    /// of I/O, or lifts the limit with 0.
+    pub fn throttle(&mut self, id: &str, bytes_per_second: u64) -> Result<()> {
+        self.execute(
+            "block_set_io_throttle",
+            &format!(
+                r#"{{"id":"{id}","bps":{bytes_per_second},"bps_rd":0,"bps_wr":0,"iops":0,"iops_rd":0,"iops_wr":0}}"#
+            ),
+        )
+        .map(drop)
+    }
+
     fn read_line(&mut self) -> Result<String> {
         let mut line = String::new();
         if self.reader.read_line(&mut line)? == 0 {

@@ -105,6 +105,19 @@ echo 0 >/sys/block/rsnvme0n1/io-timeout-fail
 check timeout-handled sh -c 'dmesg | grep -q "nvme_rs.*timed out"'
 check io-after-timeout blkio verify /dev/rsnvme0n1 101 32
 
+# A command the controller keeps past the timeout, which Abort cannot end (QEMU's never does): the
+# host throttles the namespace to a byte a second. The driver disables the controller and fails
+# all I/O until it is reloaded; the C driver's disk is not touched.
+echo 1000 >/sys/block/rsnvme0n1/queue/io_timeout
+request throttle
+# Reads pass until the host has answered the request.
+check stuck-io-fails wait_for 30 sh -c '! blkio verify /dev/rsnvme0n1 101 1'
+check controller-killed sh -c 'dmesg | grep -q "nvme_rs.*controller disabled; failing outstanding I/O"'
+check other-namespace-fails-too blkio hammer /dev/rsnvme0n2 10
+request unthrottle
+check reload-after-kill reload
+check io-after-reload blkio verify /dev/rsnvme0n1 101 32
+
 # 100 unload/load cycles, each reading data back.
 cycles=0
 while [ $cycles -lt 100 ]; do
@@ -147,6 +160,8 @@ fn nvme_rs_against_the_c_nvme() {
         .timeout(std::time::Duration::from_secs(1200));
     let outcome = Scenario::new("nvme-rs")
         .vm(vm)
+        .on_request("dut", "throttle", |qmp| qmp.throttle("nvme0ns1", 1))
+        .on_request("dut", "unthrottle", |qmp| qmp.throttle("nvme0ns1", 0))
         .on_request("dut", "unplug", |qmp| qmp.device_del("nvme0"))
         .run()
         .unwrap_or_else(|e| panic!("{e}"));
