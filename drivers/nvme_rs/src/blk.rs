@@ -481,6 +481,25 @@ pub(crate) unsafe fn for_each_busy_raw<P, F: FnMut(&Request<P>)>(
     };
 }
 
+/// Runs `f` while no queue of `set` dispatches to the driver: `blk_mq_quiesce_tagset` waits for
+/// the `queue_rq` calls running now (an RCU grace period), none starts until `f` returns, and the
+/// requests held back meanwhile are dispatched afterwards. Sleeps.
+///
+/// # Safety
+///
+/// `set` is a live tag set.
+pub(crate) unsafe fn with_dispatch_stopped<R>(
+    set: *mut bindings::blk_mq_tag_set,
+    f: impl FnOnce() -> R,
+) -> R {
+    // SAFETY: A live set (safety requirement).
+    unsafe { bindings::blk_mq_quiesce_tagset(set) };
+    let result = f();
+    // SAFETY: A live set, quiesced above.
+    unsafe { bindings::blk_mq_unquiesce_tagset(set) };
+    result
+}
+
 impl Drop for TagSet {
     fn drop(&mut self) {
         // SAFETY: Allocated by `blk_mq_alloc_tag_set` (type invariant); every disk using it is

@@ -16,6 +16,7 @@ use kernel::{
 };
 
 use crate::admin::AdminQueue;
+use crate::blk;
 use crate::dma_local::Pool;
 use crate::io;
 use crate::regs::{self, Bar0, Cap};
@@ -222,23 +223,33 @@ impl<'a> Controller<'a> {
 
     /// Stops all I/O for good: marks the controller dead, disables it (no DMA afterwards), waits
     /// for running interrupt handlers, and ends every request still in flight with an error. Used
-    /// when the device is gone and when a timed-out command cannot be aborted.
+    /// when the device is gone and when a timed-out command cannot be aborted. Sleeps.
     pub(crate) fn kill(&self) {
-        if self.dead.swap(true, Ordering::SeqCst) {
+        if self.dead.swap(true, Ordering::AcqRel) {
             return;
         }
-        // Pairs with the fence in `io::submit`.
-        core::sync::atomic::fence(Ordering::SeqCst);
         dev_warn!(self.pdev, "controller disabled; failing outstanding I/O\n");
-        let _ = self.disable();
-        for irq in self.irqs[..self.nr_irqs.load(Ordering::Acquire)].iter() {
-            // SAFETY: A requested IRQ of this device; it stays requested while `self` lives.
-            unsafe { bindings::synchronize_irq(irq.load(Ordering::Relaxed)) };
-        }
         let set = self.tag_set.load(Ordering::Acquire);
-        if !set.is_null() {
-            // SAFETY: The tag set is live while `self` is: the driver frees it after `kill`.
-            unsafe { io::cancel_all(set) };
+        let stop_and_cancel = || {
+            let _ = self.disable();
+            for irq in self.irqs[..self.nr_irqs.load(Ordering::Acquire)].iter() {
+                // SAFETY: A requested IRQ of this device; it stays requested while `self` lives.
+                unsafe { bindings::synchronize_irq(irq.load(Ordering::Relaxed)) };
+            }
+            if !set.is_null() {
+                // SAFETY: The tag set is live while `self` is: the driver frees it after `kill`.
+                unsafe { io::cancel_all(set) };
+            }
+        };
+        if set.is_null() {
+            // No tag set, no `queue_rq`.
+            stop_and_cancel();
+        } else {
+            // A `queue_rq` running now may still queue a command: it finishes before the
+            // controller is disabled, and the cancelling finds its request. The ones after see
+            // `dead` (the grace period orders the store before them) and fail at once.
+            // SAFETY: The tag set is live while `self` is.
+            unsafe { blk::with_dispatch_stopped(set, stop_and_cancel) };
         }
     }
 }

@@ -9,7 +9,7 @@
 //! request completes.
 
 use core::cell::UnsafeCell;
-use core::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU16, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU16, AtomicU64, Ordering};
 
 use kernel::{
     bindings,
@@ -503,15 +503,9 @@ fn submit<'a>(
             }
         }
     };
+    // `Controller::kill` waits for this call before it cancels what is in flight: the request is
+    // started by then, and the controller still enabled.
     rq.start();
-    // Pairs with the fence in `Controller::kill`: either this request sees the controller dead, or
-    // `kill` sees this request in flight and cancels it.
-    fence(Ordering::SeqCst);
-    if queue.ctrl.is_dead() {
-        // SAFETY: Not submitted: the request's data is still the driver's alone.
-        unsafe { &mut *rq.pdu() }.release();
-        return Err(Status::IOERR);
-    }
     let mut sq = queue.sq.lock();
     let pushed = sq.push(command);
     if pushed.is_ok() {
