@@ -21,7 +21,7 @@ c1=$(c_disk 1) c2=$(c_disk 2)
 diag "c_disks=$c1,$c2"
 q() { cat "/sys/block/$1/$2"; }
 for n in 1 2; do
-    for attr in size queue/logical_block_size queue/max_hw_sectors_kb queue/discard_max_hw_bytes queue/write_cache; do
+    for attr in size queue/logical_block_size queue/max_hw_sectors_kb queue/discard_max_hw_bytes queue/write_cache queue/fua; do
         check "ns$n-${attr##*/}-as-c" test "$(q rsnvme0n$n $attr)" = "$(q "$(c_disk $n)" $attr)"
     done
 done
@@ -45,13 +45,31 @@ check ns2-write blkio fill /dev/rsnvme0n2 0x2222 64
 check ns2-verify blkio verify /dev/rsnvme0n2 0x2222 64
 check ns1-untouched blkio verify /dev/rsnvme0n1 0x5eed 256
 
-# The same bytes through either data pointer format: SGLs for every request, then PRPs only.
+# reload [PARAMS]: nvme_rs again, with module parameters.
 reload() { rmmod nvme_rs && insmod /modules/nvme_rs.ko "$@" && wait_for 20 test -b /dev/rsnvme0n2; }
+# sent '\1|\2|\3': read/write commands the driver sent before its last removal with PRPs|SGLs|FUA.
+sent() { dmesg | sed -n "s/.*nvme_rs.*removing; read\/write commands sent: \([0-9]*\) with PRPs, \([0-9]*\) with SGLs, \([0-9]*\) with FUA/$1/p" | tail -n 1; }
+
+# Durable writes (O_DSYNC) to a disk with a volatile write cache go out as FUA writes, as with the
+# C driver, each write followed by the flush O_DSYNC asks for; without FUA the block layer adds a
+# flush after every request too (33 flushes here instead of 17). Field 16 of stat counts flushes.
+flushes() { set -- $(cat "/sys/block/$1/stat"); echo "${16}"; }
+rs_flushes=$(flushes rsnvme0n1) c_flushes=$(flushes "$c1")
+check dsync-write blkio fill-dsync /dev/rsnvme0n1 0xd5 16 300
+check c-dsync-write blkio fill-dsync /dev/$c1 0xd5 16 300
+rs_flushes=$(($(flushes rsnvme0n1) - rs_flushes)) c_flushes=$(($(flushes "$c1") - c_flushes))
+diag "dsync_flushes rs=$rs_flushes c=$c_flushes"
+check dsync-flushes-as-c test "$rs_flushes" -le "$c_flushes"
+check dsync-verify blkio verify /dev/rsnvme0n1 0xd5 16 300
+check reload-after-dsync reload
+diag "dsync_fua_commands=$(sent '\3')"
+check dsync-writes-fua test "$(sent '\3')" -ge 16
+
+# The same bytes through either data pointer format: SGLs for every request, then PRPs only.
 check reload-sgls-always reload sgl_threshold=512
 check verify-via-sgls blkio verify /dev/rsnvme0n1 0x5eed 256
 check write-via-sgls blkio fill /dev/rsnvme0n2 0x3333 64
 check reload-prps-only reload sgl_threshold=0
-sent() { dmesg | sed -n "s/.*nvme_rs.*removing; read\/write commands sent: \([0-9]*\) with PRPs, \([0-9]*\) with SGLs/$1/p" | tail -n 1; }
 diag "sgl_phase_sgl_commands=$(sent '\2')"
 check sgl-phase-used-sgls test "$(sent '\2')" -gt 0
 check verify-via-prps blkio verify /dev/rsnvme0n1 0x5eed 256

@@ -146,6 +146,14 @@ impl<P> Request<P> {
         }
     }
 
+    /// Whether the data must be durable when the request completes (`REQ_FUA`), which a disk
+    /// with a write cache passes on rather than following with a flush.
+    pub(crate) fn is_fua(&self) -> bool {
+        // SAFETY: As above.
+        let flags = unsafe { (*self.as_raw()).cmd_flags };
+        flags & (1 << bindings::req_flag_bits___REQ_FUA) != 0
+    }
+
     /// The queue data (`queuedata`) of the disk this request is for.
     pub(crate) fn queue_data(&self) -> *mut c_void {
         // SAFETY: A live request has a live queue.
@@ -533,6 +541,7 @@ pub(crate) struct DiskConfig<'n> {
     pub(crate) max_segments: u16,
     /// PRP-style devices: segments may only start or end on this boundary (mask).
     pub(crate) virt_boundary_mask: u64,
+    /// A volatile write cache: flushes and FUA writes reach the driver.
     pub(crate) write_cache: bool,
     /// Largest discard in sectors; 0 for none.
     pub(crate) max_discard_sectors: u32,
@@ -554,8 +563,10 @@ unsafe impl Send for Disk {}
 // SAFETY: As above.
 unsafe impl Sync for Disk {}
 
-/// The `BLK_FEAT_WRITE_CACHE` feature (flushes reach the driver); checked in `blk_shim.c`.
+/// The `BLK_FEAT_WRITE_CACHE` (flushes reach the driver) and `BLK_FEAT_FUA` (FUA writes reach the
+/// driver) features; checked in `blk_shim.c`.
 const BLK_FEAT_WRITE_CACHE: u32 = 1 << 0;
+const BLK_FEAT_FUA: u32 = 1 << 1;
 
 impl Disk {
     /// Allocates a disk with its request queue on `set`; `queuedata` is what the queue's requests
@@ -578,7 +589,7 @@ impl Disk {
         lim.virt_boundary_mask = config.virt_boundary_mask as kernel::ffi::c_ulong;
         lim.dma_alignment = 3;
         if config.write_cache {
-            lim.features |= BLK_FEAT_WRITE_CACHE;
+            lim.features |= BLK_FEAT_WRITE_CACHE | BLK_FEAT_FUA;
         }
         if config.max_discard_sectors > 0 {
             lim.max_hw_discard_sectors = config.max_discard_sectors;

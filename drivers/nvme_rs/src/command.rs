@@ -108,6 +108,10 @@ pub(crate) const QUEUE_PHYS_CONTIG: u32 = 1 << 0;
 /// Create I/O Completion Queue: Interrupts Enabled.
 pub(crate) const CQ_IRQ_ENABLED: u32 = 1 << 1;
 
+/// Read/Write, command dword 12: Force Unit Access (the data is durable when the command
+/// completes, whatever the volatile write cache holds).
+pub(crate) const RW_FUA: u32 = 1 << 30;
+
 /// Dataset Management: Attribute - Deallocate.
 pub(crate) const DSM_ATTR_DEALLOCATE: u32 = 1 << 2;
 

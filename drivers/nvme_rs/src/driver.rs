@@ -36,7 +36,7 @@ use blk::{Disk, DiskConfig, TagSet, TagSetConfig};
 use command::{IdentifyController, IdentifyNamespace, IdentifyNvmController};
 use controller::{Controller, MAX_IO_QUEUES};
 use dma_local::{Coherent, Gfp, Mask};
-use io::{IoQueue, Namespace};
+use io::{IoQueue, Namespace, SentCounts};
 
 kernel::module_pci_driver! {
     type: NvmeDriver,
@@ -303,15 +303,18 @@ impl Drop for Nvme<'_> {
         }
         // Deleting a disk waits for its I/O.
         self.disks.clear();
-        let (prps, sgls) = self.io_queues.iter().fold((0, 0), |(p, s), queue| {
-            let (qp, qs) = queue.data_pointer_counts();
-            (p + qp, s + qs)
-        });
+        let sent = self
+            .io_queues
+            .iter()
+            .fold(SentCounts::default(), |sum, queue| {
+                sum + queue.sent_counts()
+            });
         dev_info!(
             ctrl.pdev,
-            "removing; read/write commands sent: {} with PRPs, {} with SGLs\n",
-            prps,
-            sgls
+            "removing; read/write commands sent: {} with PRPs, {} with SGLs, {} with FUA\n",
+            sent.prps,
+            sent.sgls,
+            sent.fua
         );
         if ctrl.is_present() && !ctrl.is_dead() {
             for queue in self.io_queues.iter() {

@@ -70,10 +70,11 @@ pub(crate) struct IoQueue<'a> {
     /// Requests whose segments average at least this many bytes go to the controller as an SGL,
     /// which costs it less than a PRP per page; `None` when the controller has no SGLs.
     sgl_threshold: Option<usize>,
-    /// Read and write commands sent with PRPs and with SGLs. Written only under the `sq` lock, so
-    /// a load and a store count exactly, with no locked instruction per I/O.
+    /// Read and write commands sent with PRPs, with SGLs, and with FUA. Written only under the
+    /// `sq` lock, so a load and a store count exactly, with no locked instruction per I/O.
     prp_commands: AtomicU64,
     sgl_commands: AtomicU64,
+    fua_commands: AtomicU64,
     irq: u32,
     irq_requested: AtomicBool,
 }
@@ -114,6 +115,7 @@ impl<'a> IoQueue<'a> {
                 sgl_threshold,
                 prp_commands: AtomicU64::new(0),
                 sgl_commands: AtomicU64::new(0),
+                fua_commands: AtomicU64::new(0),
                 irq,
                 irq_requested: AtomicBool::new(false),
             }),
@@ -157,23 +159,29 @@ impl<'a> IoQueue<'a> {
         }
     }
 
-    /// Counts a command queued with `pointer`. Called under the `sq` lock: the counters' one
-    /// writer, so a load and a store count exactly.
-    fn count_queued(&self, pointer: DataPointer) {
-        let counter = match pointer {
-            DataPointer::Prps => &self.prp_commands,
-            DataPointer::Sgl => &self.sgl_commands,
-            DataPointer::None => return,
+    /// Counts `queued`, a command queued with `pointer`. Called under the `sq` lock: the
+    /// counters' one writer, so a load and a store count exactly.
+    fn count_queued(&self, queued: &Command, pointer: DataPointer) {
+        let bump = |counter: &AtomicU64| {
+            counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         };
-        counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        match pointer {
+            DataPointer::Prps => bump(&self.prp_commands),
+            DataPointer::Sgl => bump(&self.sgl_commands),
+            DataPointer::None => return,
+        }
+        if queued.cdw12 & command::RW_FUA != 0 {
+            bump(&self.fua_commands);
+        }
     }
 
-    /// How many read and write commands went out with PRPs and with SGLs.
-    pub(crate) fn data_pointer_counts(&self) -> (u64, u64) {
-        (
-            self.prp_commands.load(Ordering::Relaxed),
-            self.sgl_commands.load(Ordering::Relaxed),
-        )
+    /// How many read and write commands went out, by kind.
+    pub(crate) fn sent_counts(&self) -> SentCounts {
+        SentCounts {
+            prps: self.prp_commands.load(Ordering::Relaxed),
+            sgls: self.sgl_commands.load(Ordering::Relaxed),
+            fua: self.fua_commands.load(Ordering::Relaxed),
+        }
     }
 
     /// Deletes the queue pair on the controller (orderly teardown only).
@@ -509,13 +517,33 @@ fn submit<'a>(
     let mut sq = queue.sq.lock();
     let pushed = sq.push(command);
     if pushed.is_ok() {
-        queue.count_queued(data_pointer);
+        queue.count_queued(&command, data_pointer);
     }
     if last || pushed.is_err() {
         sq.ring(&queue.ctrl.bar, queue.ctrl.shadow_doorbells())
             .map_err(|_| Status::IOERR)?;
     }
     pushed.map_err(|_| Status::IOERR)
+}
+
+/// Read and write commands sent: with PRPs, with SGLs (the two add up to all), and with FUA.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct SentCounts {
+    pub(crate) prps: u64,
+    pub(crate) sgls: u64,
+    pub(crate) fua: u64,
+}
+
+impl core::ops::Add for SentCounts {
+    type Output = Self;
+
+    fn add(self, other: Self) -> Self {
+        Self {
+            prps: self.prps + other.prps,
+            sgls: self.sgls + other.sgls,
+            fua: self.fua + other.fua,
+        }
+    }
 }
 
 /// How a command points the controller at its data.
@@ -578,6 +606,9 @@ fn prepare<'a>(
             command.cdw10 = slba as u32;
             command.cdw11 = (slba >> 32) as u32;
             command.cdw12 = blocks - 1;
+            if rq.is_fua() {
+                command.cdw12 |= command::RW_FUA;
+            }
             let segments = map_data(queue, rq, pdu, dir)?;
             // Like the C driver: PRPs describe every page, an SGL every segment, which costs the
             // controller less when segments are large. An SGL list must fit one pool block.

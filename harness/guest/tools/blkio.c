@@ -6,6 +6,9 @@
  *
  *   blkio fill DEV SEED MIB [OFFSET_MIB]    write the SEED pattern over MIB MiB from OFFSET_MIB MiB
  *                                           in 1 MiB writes, then fsync
+ *   blkio fill-dsync DEV SEED MIB [OFFSET_MIB]
+ *                                           the same with O_DSYNC: each write durable when it
+ *                                           returns (FUA writes, or writes and flushes)
  *   blkio verify DEV SEED MIB [OFFSET_MIB]  read the same range back, count bad 512-byte sectors
  *   blkio bench DEV[,DEV...] MODE BS QD SECONDS [SPAN_MIB [SLICE]]
  *                                           MODE randread|seqread|seqwrite, BS bytes per request,
@@ -60,6 +63,8 @@ static const char usage_text[] =
 	"usage:\n"
 	"  blkio fill DEV SEED MIB [OFFSET_MIB]    write the SEED pattern over MIB MiB from\n"
 	"                                          OFFSET_MIB MiB (default 0), then fsync\n"
+	"  blkio fill-dsync DEV SEED MIB [OFFSET_MIB]\n"
+	"                                          the same, each write durable (O_DSYNC)\n"
 	"  blkio verify DEV SEED MIB [OFFSET_MIB]  read it back, count bad 512-byte sectors\n"
 	"  blkio bench DEV[,DEV...] MODE BS QD SECONDS [SPAN_MIB [SLICE]]\n"
 	"        MODE randread|seqread|seqwrite, BS multiple of 512 (max 8 MiB), QD 1..256,\n"
@@ -307,8 +312,8 @@ static int open_device(const char *cmd, const char *path, int flags)
 	return fd;
 }
 
-/* fill and verify: argv = CMD DEV SEED MIB [OFFSET_MIB] */
-static int cmd_pattern(int argc, char **argv, int write)
+/* fill, fill-dsync (open_flags O_DSYNC) and verify: argv = CMD DEV SEED MIB [OFFSET_MIB] */
+static int cmd_pattern(int argc, char **argv, int write, int open_flags)
 {
 	const char *cmd = argv[0];
 	uint64_t seed, mib, first_mib = 0, i, bytes = 0, mismatches = 0, first_bad = 0;
@@ -326,7 +331,7 @@ static int cmd_pattern(int argc, char **argv, int write)
 	if (argc == 5 && parse_u64(argv[4], 0, 0, MAX_MIB, &first_mib))
 		return usage("bad OFFSET_MIB '%s': want a decimal number of MiB, 0..16777216",
 			     argv[4]);
-	fd = open_device(cmd, argv[1], write ? O_WRONLY : O_RDONLY);
+	fd = open_device(cmd, argv[1], (write ? O_WRONLY : O_RDONLY) | open_flags);
 	if (fd < 0)
 		return 2;
 	buf = aligned_buffer(MIB);
@@ -837,9 +842,11 @@ int main(int argc, char **argv)
 	if (argc < 2)
 		return usage(NULL, NULL);
 	if (!strcmp(argv[1], "fill"))
-		return cmd_pattern(argc - 1, argv + 1, 1);
+		return cmd_pattern(argc - 1, argv + 1, 1, 0);
+	if (!strcmp(argv[1], "fill-dsync"))
+		return cmd_pattern(argc - 1, argv + 1, 1, O_DSYNC);
 	if (!strcmp(argv[1], "verify"))
-		return cmd_pattern(argc - 1, argv + 1, 0);
+		return cmd_pattern(argc - 1, argv + 1, 0, 0);
 	if (!strcmp(argv[1], "bench"))
 		return cmd_bench(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "hammer"))
