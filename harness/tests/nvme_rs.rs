@@ -21,7 +21,8 @@ c1=$(c_disk 1) c2=$(c_disk 2)
 diag "c_disks=$c1,$c2"
 q() { cat "/sys/block/$1/$2"; }
 for n in 1 2; do
-    for attr in size queue/logical_block_size queue/max_hw_sectors_kb queue/discard_max_hw_bytes queue/write_cache queue/fua; do
+    for attr in size queue/logical_block_size queue/max_hw_sectors_kb queue/discard_max_hw_bytes queue/write_cache queue/fua \
+        queue/write_zeroes_max_bytes; do
         check "ns$n-${attr##*/}-as-c" test "$(q rsnvme0n$n $attr)" = "$(q "$(c_disk $n)" $attr)"
     done
 done
@@ -64,6 +65,14 @@ check dsync-verify blkio verify /dev/rsnvme0n1 0xd5 16 300
 check reload-after-dsync reload
 diag "dsync_fua_commands=$(sent '\3')"
 check dsync-writes-fua test "$(sent '\3')" -ge 16
+
+# Write Zeroes (BLKZEROOUT) in the middle of that range: it reads back as zeroes, the data around it
+# stays, and the disk still offers the command (the block layer turns it off when it fails).
+check write-zeroes blkio zero /dev/rsnvme0n1 8 302
+check data-before-zeroes blkio verify /dev/rsnvme0n1 0xd5 2 300
+check data-after-zeroes blkio verify /dev/rsnvme0n1 0xd5 6 310
+check write-zeroes-still-offered test "$(q rsnvme0n1 queue/write_zeroes_max_bytes)" = \
+    "$(q "$c1" queue/write_zeroes_max_bytes)"
 
 # The same bytes through either data pointer format: SGLs for every request, then PRPs only.
 check reload-sgls-always reload sgl_threshold=512

@@ -63,6 +63,7 @@ pub(crate) enum Op {
     Write,
     Flush,
     Discard,
+    WriteZeroes,
     /// Anything else; this driver does not advertise it.
     Other(u32),
 }
@@ -142,6 +143,7 @@ impl<P> Request<P> {
             bindings::req_op_REQ_OP_WRITE => Op::Write,
             bindings::req_op_REQ_OP_FLUSH => Op::Flush,
             bindings::req_op_REQ_OP_DISCARD => Op::Discard,
+            bindings::req_op_REQ_OP_WRITE_ZEROES => Op::WriteZeroes,
             other => Op::Other(other),
         }
     }
@@ -545,6 +547,8 @@ pub(crate) struct DiskConfig<'n> {
     pub(crate) write_cache: bool,
     /// Largest discard in sectors; 0 for none.
     pub(crate) max_discard_sectors: u32,
+    /// Largest write zeroes in sectors; 0 for none.
+    pub(crate) max_write_zeroes_sectors: u32,
 }
 
 /// A `struct gendisk` of a tag set, added to the system until dropped.
@@ -591,6 +595,7 @@ impl Disk {
         if config.write_cache {
             lim.features |= BLK_FEAT_WRITE_CACHE | BLK_FEAT_FUA;
         }
+        lim.max_write_zeroes_sectors = config.max_write_zeroes_sectors;
         if config.max_discard_sectors > 0 {
             lim.max_hw_discard_sectors = config.max_discard_sectors;
             lim.max_discard_segments = 1;

@@ -90,6 +90,7 @@ pub(crate) mod nvm {
     pub(crate) const FLUSH: u8 = 0x00;
     pub(crate) const WRITE: u8 = 0x01;
     pub(crate) const READ: u8 = 0x02;
+    pub(crate) const WRITE_ZEROES: u8 = 0x08;
     pub(crate) const DATASET_MANAGEMENT: u8 = 0x09;
 }
 
@@ -119,6 +120,8 @@ pub(crate) const DSM_ATTR_DEALLOCATE: u32 = 1 << 2;
 pub(crate) const OACS_DOORBELL_BUFFER_CONFIG: u16 = 1 << 8;
 /// Identify Controller, Optional NVM Command Support: Dataset Management.
 pub(crate) const ONCS_DSM: u16 = 1 << 2;
+/// Identify Controller, Optional NVM Command Support: Write Zeroes.
+pub(crate) const ONCS_WRITE_ZEROES: u16 = 1 << 3;
 /// Identify Controller, Volatile Write Cache: present.
 pub(crate) const VWC_PRESENT: u8 = 1 << 0;
 /// Identify Controller, SGL Support: SGLs supported for the NVM command set (either alignment).
@@ -157,19 +160,24 @@ impl IdentifyController {
     }
 }
 
-/// The field of the NVM Command Set Identify Controller data structure that this driver uses.
+/// The fields of the NVM Command Set Identify Controller data structure that this driver uses.
+/// Older controllers do not have the structure: its defaults are all zero, "no limit".
+#[derive(Default)]
 pub(crate) struct IdentifyNvmController {
+    /// Write Zeroes Size Limit, as a power of two of the minimum page size; 0 is no limit.
+    pub(crate) wzsl: u8,
     /// Dataset Management Range Size Limit, in logical blocks; 0 is no limit.
     pub(crate) dmrsl: u32,
 }
 
 impl IdentifyNvmController {
-    /// Reads the field from the raw data structure.
+    /// Reads the fields from the raw data structure.
     pub(crate) fn parse(raw: &[u8]) -> Result<Self> {
         if raw.len() < 4096 {
             return Err(EINVAL);
         }
         Ok(Self {
+            wzsl: raw[1],
             dmrsl: u32::from_le_bytes([raw[4], raw[5], raw[6], raw[7]]),
         })
     }

@@ -147,13 +147,13 @@ impl<'bound> Nvme<'bound> {
             &buf,
         )?)?;
 
-        // Older controllers do not have this structure: no range size limit then.
-        let dmrsl = ctrl
+        // Older controllers do not have this structure: no limits then.
+        let nvm_id = ctrl
             .admin
             .lock()
             .identify(&ctrl.bar, command::CNS_NVM_CONTROLLER, 0, &buf)
             .and_then(|data| IdentifyNvmController::parse(&data))
-            .map_or(0, |nvm| nvm.dmrsl);
+            .unwrap_or_default();
 
         // One I/O queue pair per CPU, as far as the controller and the interrupt vectors go.
         let wanted = kernel::cpu::nr_cpu_ids().clamp(1, MAX_IO_QUEUES as u32) as u16;
@@ -249,7 +249,14 @@ impl<'bound> Nvme<'bound> {
                 max_segments: io::MAX_SEGMENTS as u16,
                 virt_boundary_mask: regs::PAGE_SIZE as u64 - 1,
                 write_cache: id.vwc & command::VWC_PRESENT != 0,
-                max_discard_sectors: discard_limit(&id, dmrsl, ns.lba_shift),
+                max_discard_sectors: discard_limit(&id, nvm_id.dmrsl, ns.lba_shift),
+                max_write_zeroes_sectors: write_zeroes_limit(
+                    &id,
+                    &nvm_id,
+                    ctrl.cap.min_page_size(),
+                    max_transfer,
+                    ns.lba_shift,
+                ),
             };
             // SAFETY: The namespace is boxed and outlives the disk (`Drop` deletes disks first).
             let mut disk = unsafe {
@@ -291,6 +298,31 @@ fn discard_limit(id: &IdentifyController, dmrsl: u32, lba_shift: u32) -> u32 {
     } else {
         u32::MAX
     }
+}
+
+/// The largest Write Zeroes in sectors: WZSL if the controller sets it, otherwise as much as a
+/// data transfer may move (the C driver's rule), and no more than the command's 16-bit block
+/// count holds; none without Write Zeroes.
+fn write_zeroes_limit(
+    id: &IdentifyController,
+    nvm_id: &IdentifyNvmController,
+    min_page_size: usize,
+    max_transfer: usize,
+    lba_shift: u32,
+) -> u32 {
+    if id.oncs & command::ONCS_WRITE_ZEROES == 0 {
+        return 0;
+    }
+    let bytes = match nvm_id.wzsl {
+        0 => max_transfer as u64,
+        // The minimum page size is a power of two.
+        wzsl => match u32::from(wzsl) + min_page_size.trailing_zeros() {
+            shift @ 0..64 => 1 << shift,
+            _ => u64::MAX,
+        },
+    };
+    let most_blocks = 0x1_0000u64 << lba_shift;
+    (bytes.min(most_blocks) >> 9).min(u64::from(u32::MAX)) as u32
 }
 
 impl Drop for Nvme<'_> {

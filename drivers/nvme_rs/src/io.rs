@@ -569,6 +569,19 @@ fn prepare<'a>(
             command.opcode = nvm::FLUSH;
             DataPointer::None
         }
+        Op::WriteZeroes => {
+            let blocks = rq.bytes() >> ns.lba_shift;
+            // The limit keeps a request within the 16-bit block count.
+            if blocks == 0 || blocks > 0x1_0000 {
+                return Err(Status::IOERR);
+            }
+            let slba = lba(rq.sector());
+            command.opcode = nvm::WRITE_ZEROES;
+            command.cdw10 = slba as u32;
+            command.cdw11 = (slba >> 32) as u32;
+            command.cdw12 = blocks - 1;
+            DataPointer::None
+        }
         Op::Discard => {
             let blocks = rq.bytes() >> ns.lba_shift;
             let mut range = queue

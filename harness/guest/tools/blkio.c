@@ -10,6 +10,8 @@
  *                                           the same with O_DSYNC: each write durable when it
  *                                           returns (FUA writes, or writes and flushes)
  *   blkio verify DEV SEED MIB [OFFSET_MIB]  read the same range back, count bad 512-byte sectors
+ *   blkio zero DEV MIB [OFFSET_MIB]         zero the range (BLKZEROOUT: Write Zeroes where the disk
+ *                                           has it), read it back, count sectors that are not zero
  *   blkio bench DEV[,DEV...] MODE BS QD SECONDS [SPAN_MIB [SLICE]]
  *                                           MODE randread|seqread|seqwrite, BS bytes per request,
  *                                           QD requests kept in flight, over the first SPAN_MIB MiB
@@ -23,7 +25,7 @@
  * sector checks on its own and data from the wrong LBA or from another seed never matches.
  *
  * Output (stdout): "fill bytes=N seconds=S", "verify bytes=N mismatches=M seconds=S" (plus
- * "first_mismatch offset=N"), "bench dev=D mode=M bs=B qd=Q ios=N bytes=N seconds=S iops=X
+ * "first_mismatch offset=N"), "zero bytes=N nonzero=M seconds=S", "bench dev=D mode=M bs=B qd=Q ios=N bytes=N seconds=S iops=X
  * mbps=Y errors=E" (one per device), "hammer ios=N errors=E last_errno=NAME|NUMBER|0|short|hung".
  *
  * Exit codes: 0 success; 1 I/O error, mismatch, or a request that never completed; 2 bad
@@ -66,6 +68,8 @@ static const char usage_text[] =
 	"  blkio fill-dsync DEV SEED MIB [OFFSET_MIB]\n"
 	"                                          the same, each write durable (O_DSYNC)\n"
 	"  blkio verify DEV SEED MIB [OFFSET_MIB]  read it back, count bad 512-byte sectors\n"
+	"  blkio zero DEV MIB [OFFSET_MIB]         zero the range (BLKZEROOUT), read it back,\n"
+	"                                          count sectors that are not zero\n"
 	"  blkio bench DEV[,DEV...] MODE BS QD SECONDS [SPAN_MIB [SLICE]]\n"
 	"        MODE randread|seqread|seqwrite, BS multiple of 512 (max 8 MiB), QD 1..256,\n"
 	"        SECONDS up to 600 (decimals allowed), SPAN_MIB default and cap: the device size;\n"
@@ -383,6 +387,59 @@ static int cmd_pattern(int argc, char **argv, int write, int open_flags)
 	if (mismatches)
 		printf("first_mismatch offset=%" PRIu64 "\n", first_bad);
 	return failed || mismatches;
+}
+
+/* zero: argv = zero DEV MIB [OFFSET_MIB] */
+static int cmd_zero(int argc, char **argv)
+{
+	uint64_t mib, first_mib = 0, range[2], i, bytes = 0, nonzero = 0;
+	char message[128];
+	double start;
+	char *buf;
+	int fd;
+
+	if (argc != 3 && argc != 4)
+		return usage("zero takes DEV MIB [OFFSET_MIB]", NULL);
+	if (parse_u64(argv[2], 0, 1, MAX_MIB, &mib))
+		return usage("bad MIB '%s': want a decimal number of MiB, 1..16777216", argv[2]);
+	if (argc == 4 && parse_u64(argv[3], 0, 0, MAX_MIB, &first_mib))
+		return usage("bad OFFSET_MIB '%s': want a decimal number of MiB, 0..16777216",
+			     argv[3]);
+	fd = open_device("zero", argv[1], O_RDWR);
+	if (fd < 0)
+		return 2;
+	buf = aligned_buffer(MIB);
+	if (!buf) {
+		fprintf(stderr, "blkio: zero: out of memory\n");
+		return 2;
+	}
+	range[0] = first_mib * MIB;
+	range[1] = mib * MIB;
+	start = now();
+	if (ioctl(fd, BLKZEROOUT, range)) {
+		printf("zero error at offset=%" PRIu64 ": BLKZEROOUT: %s\n", range[0],
+		       strerror(errno));
+		return 1;
+	}
+	for (i = 0; i < mib; i++) {
+		uint64_t base = range[0] + i * MIB, *words = (uint64_t *)buf, w, s;
+		size_t done = transfer(fd, 0, buf, MIB, base);
+
+		if (done < MIB) {
+			describe(message, sizeof(message), "read", done, MIB);
+			printf("zero error at offset=%" PRIu64 ": %s\n", base + done, message);
+			return 1;
+		}
+		for (s = 0; s < MIB / SECTOR; s++) {
+			for (w = 0; w < SECTOR / 8 && !words[s * SECTOR / 8 + w]; w++)
+				;
+			nonzero += w < SECTOR / 8;
+		}
+		bytes += done;
+	}
+	printf("zero bytes=%" PRIu64 " nonzero=%" PRIu64 " seconds=%.3f\n", bytes, nonzero,
+	       now() - start);
+	return nonzero != 0;
 }
 
 enum mode { RANDREAD, SEQREAD, SEQWRITE };
@@ -847,6 +904,8 @@ int main(int argc, char **argv)
 		return cmd_pattern(argc - 1, argv + 1, 1, O_DSYNC);
 	if (!strcmp(argv[1], "verify"))
 		return cmd_pattern(argc - 1, argv + 1, 0, 0);
+	if (!strcmp(argv[1], "zero"))
+		return cmd_zero(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "bench"))
 		return cmd_bench(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "hammer"))
