@@ -299,6 +299,19 @@ static size_t transfer(int fd, int write, char *buf, size_t len, uint64_t offset
 	return done;
 }
 
+/* Parses MIB [OFFSET_MIB] (offset NULL when not given); prints the usage and fails on bad ones. */
+static int parse_range(const char *mib, const char *offset, uint64_t *mib_out,
+		       uint64_t *offset_out)
+{
+	*offset_out = 0;
+	if (parse_u64(mib, 0, 1, MAX_MIB, mib_out))
+		return usage("bad MIB '%s': want a decimal number of MiB, 1..16777216", mib);
+	if (offset && parse_u64(offset, 0, 0, MAX_MIB, offset_out))
+		return usage("bad OFFSET_MIB '%s': want a decimal number of MiB, 0..16777216",
+			     offset);
+	return 0;
+}
+
 static void describe(char *out, size_t size, const char *what, size_t done, size_t len)
 {
 	if (errno)
@@ -320,7 +333,7 @@ static int open_device(const char *cmd, const char *path, int flags)
 static int cmd_pattern(int argc, char **argv, int write, int open_flags)
 {
 	const char *cmd = argv[0];
-	uint64_t seed, mib, first_mib = 0, i, bytes = 0, mismatches = 0, first_bad = 0;
+	uint64_t seed, mib, first_mib, i, bytes = 0, mismatches = 0, first_bad = 0;
 	char message[128];
 	double start;
 	char *buf;
@@ -330,11 +343,8 @@ static int cmd_pattern(int argc, char **argv, int write, int open_flags)
 		return usage("%s takes DEV SEED MIB [OFFSET_MIB]", cmd);
 	if (parse_u64(argv[2], 1, 0, UINT64_MAX, &seed))
 		return usage("bad SEED '%s': want a decimal or 0x-hex 64-bit number", argv[2]);
-	if (parse_u64(argv[3], 0, 1, MAX_MIB, &mib))
-		return usage("bad MIB '%s': want a decimal number of MiB, 1..16777216", argv[3]);
-	if (argc == 5 && parse_u64(argv[4], 0, 0, MAX_MIB, &first_mib))
-		return usage("bad OFFSET_MIB '%s': want a decimal number of MiB, 0..16777216",
-			     argv[4]);
+	if (parse_range(argv[3], argc == 5 ? argv[4] : NULL, &mib, &first_mib))
+		return 2;
 	fd = open_device(cmd, argv[1], (write ? O_WRONLY : O_RDONLY) | open_flags);
 	if (fd < 0)
 		return 2;
@@ -392,7 +402,7 @@ static int cmd_pattern(int argc, char **argv, int write, int open_flags)
 /* zero: argv = zero DEV MIB [OFFSET_MIB] */
 static int cmd_zero(int argc, char **argv)
 {
-	uint64_t mib, first_mib = 0, range[2], i, bytes = 0, nonzero = 0;
+	uint64_t mib, first_mib, range[2], i, bytes = 0, nonzero = 0;
 	char message[128];
 	double start;
 	char *buf;
@@ -400,11 +410,8 @@ static int cmd_zero(int argc, char **argv)
 
 	if (argc != 3 && argc != 4)
 		return usage("zero takes DEV MIB [OFFSET_MIB]", NULL);
-	if (parse_u64(argv[2], 0, 1, MAX_MIB, &mib))
-		return usage("bad MIB '%s': want a decimal number of MiB, 1..16777216", argv[2]);
-	if (argc == 4 && parse_u64(argv[3], 0, 0, MAX_MIB, &first_mib))
-		return usage("bad OFFSET_MIB '%s': want a decimal number of MiB, 0..16777216",
-			     argv[3]);
+	if (parse_range(argv[2], argc == 4 ? argv[3] : NULL, &mib, &first_mib))
+		return 2;
 	fd = open_device("zero", argv[1], O_RDWR);
 	if (fd < 0)
 		return 2;
