@@ -89,20 +89,24 @@ diag "ip_in_hdr_errors=$(( $(awk '/^Ip: [0-9]/ {print $5}' /proc/net/snmp) - hdr
 diag "udp_in_csum_errors=$(( $(udp_csum_errors) - csum_before ))"
 check still-alive-after-malformed ping -c 3 -W 2 $PEER
 
-# The receive filter: frames to another station's address reach the DUT only in promiscuous mode.
-# Each time, the peer sends 20 frames of 1514 bytes to 02:00:00:00:00:99.
-# foreign_rx_bytes GO_PORT SENT_PORT: what eth0 received meanwhile, in bytes
-foreign_rx_bytes() {
+# The receive filter. Each time, the peer sends 20 frames of 1514 bytes to one address.
+# rx_bytes_during GO_PORT SENT_PORT: what eth0 received meanwhile, in bytes
+rx_bytes_during() {
     before=$(stat rx_bytes)
     echo go | netpipe send $PEER "$1" &&
     timeout 120 netpipe recv "$2" | grep -q sent &&
     echo $(( $(stat rx_bytes) - before ))
 }
-diag "foreign_rx_bytes_filtered=$(foreign_rx_bytes 5005 5006)"
+# Frames to another station's address (02:00:00:00:00:99) pass only in promiscuous mode.
+diag "foreign_rx_bytes_filtered=$(rx_bytes_during 5005 5006)"
 check promiscuous-on ip link set eth0 promisc on
-diag "foreign_rx_bytes_promiscuous=$(foreign_rx_bytes 5007 5008)"
+diag "foreign_rx_bytes_promiscuous=$(rx_bytes_during 5007 5008)"
 check promiscuous-off ip link set eth0 promisc off
-diag "foreign_rx_bytes_filtered_again=$(foreign_rx_bytes 5015 5016)"
+diag "foreign_rx_bytes_filtered_again=$(rx_bytes_during 5015 5016)"
+# Multicast frames pass the Multicast Table Array for the groups the DUT joined (IPv6 all-nodes,
+# 33:33:00:00:00:01), not for others (33:33:00:00:12:34, another bit of the table).
+diag "multicast_rx_bytes_joined=$(rx_bytes_during 5017 5018)"
+diag "multicast_rx_bytes_not_joined=$(rx_bytes_during 5019 5020)"
 
 # A changed address is the one the receiver accepts, at once and after a close and an open. The
 # peer learns it from the DUT's ARP request (a change or a close flushes the DUT's neighbours).
@@ -177,15 +181,19 @@ ip link set eth0 mtu 1500
 wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
 check tell-dut sh -c 'echo sent | netpipe send $DUT 5004'
 
-# Frames to another station's address, when the DUT asks: filtered, promiscuous, filtered again.
-foreign_frames() {
+# Frames for the receive filter, when the DUT asks: to another station's address (filtered,
+# promiscuous, filtered again), to a multicast group the DUT joined, and to one it did not.
+# frames_to GO_PORT SENT_PORT ADDRESS
+frames_to() {
     timeout 300 netpipe recv "$1" >/dev/null
-    check "send-foreign-$1" rawframes eth0 02:00:00:00:00:99 0x88b5 1514 20
-    check "tell-dut-foreign-$1" sh -c "echo sent | netpipe send $DUT $2"
+    check "send-frames-$1" rawframes eth0 "$3" 0x88b5 1514 20
+    check "tell-dut-sent-$1" sh -c "echo sent | netpipe send $DUT $2"
 }
-foreign_frames 5005 5006
-foreign_frames 5007 5008
-foreign_frames 5015 5016
+frames_to 5005 5006 02:00:00:00:00:99
+frames_to 5007 5008 02:00:00:00:00:99
+frames_to 5015 5016 02:00:00:00:00:99
+frames_to 5017 5018 33:33:00:00:00:01
+frames_to 5019 5020 33:33:00:00:12:34
 
 # The DUT's copying variant, after its load/unload cycles.
 check copy-tcp-receive-16MiB sh -c 'timeout 800 netpipe recv 5011 | sha256sum | cut -d" " -f1 >/tmp/recv.sha'
@@ -269,24 +277,27 @@ fn e1000_rs_against_the_c_e1000() {
         "tx_bytes counts every segment's headers: {} for 64 MiB",
         counted("tx_bytes_64MiB")
     );
-    // The peer's 20 frames of 1514 bytes to another address each time; besides them the DUT
-    // receives only its few control messages (549 bytes in a run), so a single foreign frame shows.
+    // The peer's 20 frames of 1514 bytes to one address each time; besides them the DUT
+    // receives only its few control messages (549 bytes in a run), so a single frame shows.
     let (frame, frames) = (1514, 20);
     for key in [
         "foreign_rx_bytes_filtered",
         "foreign_rx_bytes_filtered_again",
+        "multicast_rx_bytes_not_joined",
     ] {
         assert!(
             counted(key) < frame,
-            "frames to another address filtered: {key}={}",
+            "frames to an address not the DUT's filtered: {key}={}",
             counted(key)
         );
     }
-    assert!(
-        counted("foreign_rx_bytes_promiscuous") >= frames * frame,
-        "frames to another address received in promiscuous mode: {} bytes",
-        counted("foreign_rx_bytes_promiscuous")
-    );
+    for key in ["foreign_rx_bytes_promiscuous", "multicast_rx_bytes_joined"] {
+        assert!(
+            counted(key) >= frames * frame,
+            "frames the filter passes received: {key}={}",
+            counted(key)
+        );
+    }
     assert_eq!(dut.diagnostic("cycles"), "100");
     assert_eq!(
         dut.diagnostic("copy_sent_sha"),

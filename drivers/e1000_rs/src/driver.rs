@@ -206,6 +206,12 @@ fn rctl(mode: RxMode) -> u32 {
     rctl
 }
 
+/// The Multicast Table Array bit that passes frames to `group`: with RCTL.MO 00 (as `rctl` leaves
+/// it), address bits 47:36.
+fn mta_bit(group: &MacAddress) -> usize {
+    (usize::from(group[5]) << 4 | usize::from(group[4]) >> 4) % (regs::MTA_ENTRIES * 32)
+}
+
 /// Resets the controller and leaves every interrupt masked and the link set up.
 fn reset(bar: &Bar0<'_>) {
     bar.write32(u32::MAX, regs::IMC);
@@ -347,14 +353,27 @@ impl E1000<'_> {
         Ok(())
     }
 
-    /// `ndo_set_rx_mode_async`, while the interface is open (both under the RTNL lock).
+    /// `ndo_set_rx_mode_async`, while the interface is open (both under the RTNL lock): the mode,
+    /// and the multicast `groups` hashed into the Multicast Table Array, as the C driver does.
     ///
     /// The stack calls it for every multicast group joined or left, which mostly leaves the mode
     /// as it was: RCTL is written only when it changes. QEMU's model holds received frames back
     /// for a second after every RCTL write (its `flush_queue_timer`).
-    pub(crate) fn set_rx_mode(&self, mode: RxMode) {
+    pub(crate) fn set_rx_mode(&self, mode: RxMode, groups: impl Iterator<Item = MacAddress>) {
+        if !self.running.load(Ordering::Acquire) {
+            return;
+        }
+        let mut table = [0u32; regs::MTA_ENTRIES];
+        for group in groups {
+            let bit = mta_bit(&group);
+            table[bit / 32] |= 1 << (bit % 32);
+        }
+        for (i, bits) in table.into_iter().enumerate() {
+            // Within BAR0: the table's registers.
+            let _ = self.bar.try_write32(bits, regs::MTA + 4 * i);
+        }
         let rctl = rctl(mode);
-        if self.running.load(Ordering::Acquire) && self.bar.read32(regs::RCTL) != rctl {
+        if self.bar.read32(regs::RCTL) != rctl {
             self.bar.write32(rctl, regs::RCTL);
         }
     }

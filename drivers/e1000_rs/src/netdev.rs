@@ -67,7 +67,7 @@ extern "C" {
     fn e1000_rs_carrier(dev: *mut NetDevice, on: bool);
     fn e1000_rs_carrier_ok(dev: *mut NetDevice) -> bool;
     fn e1000_rs_flags(dev: *mut NetDevice) -> c_uint;
-    fn e1000_rs_addr_count(list: *mut AddrList) -> c_int;
+    fn e1000_rs_addr_next(list: *mut AddrList, prev: *const u8) -> *const u8;
     fn e1000_rs_start_queue(dev: *mut NetDevice);
     fn e1000_rs_stop_queue(dev: *mut NetDevice);
     fn e1000_rs_disable_transmit(dev: *mut NetDevice);
@@ -114,15 +114,45 @@ const NETDEV_TX_BUSY: c_int = 0x10;
 /// An Ethernet address.
 pub(crate) type MacAddress = [u8; 6];
 
-/// What the stack asks the receive filter to pass besides frames to the interface's own address
-/// and broadcasts.
+/// What the stack asks the receive filter to pass besides frames to the interface's own address,
+/// broadcasts and the multicast groups it joined.
 #[derive(Clone, Copy, Default)]
 pub(crate) struct RxMode {
     /// Every frame (`IFF_PROMISC`).
     pub(crate) promiscuous: bool,
-    /// Every multicast frame: asked for (`IFF_ALLMULTI`), or some group is joined. The stack
-    /// drops the groups it did not join; the C driver hashes them into the multicast table instead.
+    /// Every multicast frame (`IFF_ALLMULTI`).
     pub(crate) all_multicast: bool,
+}
+
+/// The addresses of a hardware address list the stack hands to `ndo_set_rx_mode_async`.
+///
+/// # Invariants
+///
+/// `list` is a valid list that does not change while this lives; `prev` is null or the address
+/// of one of its entries.
+pub(crate) struct HwAddrs<'a> {
+    list: *mut AddrList,
+    prev: *const u8,
+    _list: core::marker::PhantomData<&'a AddrList>,
+}
+
+impl Iterator for HwAddrs<'_> {
+    type Item = MacAddress;
+
+    fn next(&mut self) -> Option<MacAddress> {
+        // SAFETY: A valid, unchanging list and one of its entries or null (type invariants).
+        let next = unsafe { e1000_rs_addr_next(self.list, self.prev) };
+        if next.is_null() {
+            return None;
+        }
+        // INVARIANT: an entry of the list.
+        self.prev = next;
+        let mut addr = MacAddress::default();
+        // SAFETY: An entry's address holds `MAX_ADDR_LEN` (32) bytes, an Ethernet address the
+        // first 6.
+        unsafe { core::ptr::copy_nonoverlapping(next, addr.as_mut_ptr(), addr.len()) };
+        Some(addr)
+    }
 }
 
 /// Whether `addr` is a valid unicast address (`is_valid_ether_addr`).
@@ -775,14 +805,19 @@ pub(crate) unsafe extern "C" fn e1000_rs_set_rx_mode(
 ) -> c_int {
     // SAFETY: `dev` is a valid device (safety requirements).
     let flags = unsafe { e1000_rs_flags(dev) };
-    // SAFETY: `multicast` is a valid address list (safety requirements).
-    let groups = unsafe { e1000_rs_addr_count(multicast) };
     let mode = RxMode {
         promiscuous: flags & bindings::net_device_flags_IFF_PROMISC != 0,
-        all_multicast: groups > 0 || flags & bindings::net_device_flags_IFF_ALLMULTI != 0,
+        all_multicast: flags & bindings::net_device_flags_IFF_ALLMULTI != 0,
+    };
+    // INVARIANT: the stack's copy of the groups, which does not change during the call (safety
+    // requirements).
+    let groups = HwAddrs {
+        list: multicast,
+        prev: core::ptr::null(),
+        _list: core::marker::PhantomData,
     };
     // SAFETY: As in `e1000_rs_open`.
-    unsafe { adapter(dev) }.set_rx_mode(mode);
+    unsafe { adapter(dev) }.set_rx_mode(mode, groups);
     0
 }
 

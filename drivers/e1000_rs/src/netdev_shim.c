@@ -119,9 +119,13 @@ unsigned int e1000_rs_flags(struct net_device *dev)
 	return dev->flags;
 }
 
-int e1000_rs_addr_count(struct netdev_hw_addr_list *list)
+/* The address after prev in list (the first for NULL), or NULL after the last. */
+const unsigned char *e1000_rs_addr_next(struct netdev_hw_addr_list *list, const unsigned char *prev)
 {
-	return netdev_hw_addr_list_count(list);
+	struct list_head *next = prev ? container_of(prev, struct netdev_hw_addr, addr[0])->list.next :
+					list->list.next;
+
+	return next == &list->list ? NULL : list_entry(next, struct netdev_hw_addr, list)->addr;
 }
 
 void e1000_rs_start_queue(struct net_device *dev)

@@ -40,7 +40,7 @@ bool e1000_rs_valid_ether_addr(const u8 *addr);
 void e1000_rs_carrier(struct net_device *dev, bool on);
 bool e1000_rs_carrier_ok(struct net_device *dev);
 unsigned int e1000_rs_flags(struct net_device *dev);
-int e1000_rs_addr_count(struct netdev_hw_addr_list *list);
+const unsigned char *e1000_rs_addr_next(struct netdev_hw_addr_list *list, const unsigned char *prev);
 void e1000_rs_start_queue(struct net_device *dev);
 void e1000_rs_stop_queue(struct net_device *dev);
 void e1000_rs_disable_transmit(struct net_device *dev);
