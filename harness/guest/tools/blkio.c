@@ -10,8 +10,10 @@
  *                                           the same with O_DSYNC: each write durable when it
  *                                           returns (FUA writes, or writes and flushes)
  *   blkio verify DEV SEED MIB [OFFSET_MIB]  read the same range back, count bad 512-byte sectors
- *   blkio zero DEV MIB [OFFSET_MIB]         zero the range (BLKZEROOUT: Write Zeroes where the disk
- *                                           has it), read it back, count sectors that are not zero
+ *   blkio zero DEV MIB [OFFSET_MIB]         zero the range with the disk's own Write Zeroes
+ *                                           (fallocate punch hole: the block layer does not fall
+ *                                           back to writing zero pages), read it back, count
+ *                                           sectors that are not zero
  *   blkio bench DEV[,DEV...] MODE BS QD SECONDS [SPAN_MIB [SLICE]]
  *                                           MODE randread|seqread|seqwrite, BS bytes per request,
  *                                           QD requests kept in flight, over the first SPAN_MIB MiB
@@ -38,6 +40,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <linux/aio_abi.h>
+#include <linux/falloc.h>
 #include <linux/fs.h>
 #include <math.h>
 #include <stdint.h>
@@ -68,8 +71,8 @@ static const char usage_text[] =
 	"  blkio fill-dsync DEV SEED MIB [OFFSET_MIB]\n"
 	"                                          the same, each write durable (O_DSYNC)\n"
 	"  blkio verify DEV SEED MIB [OFFSET_MIB]  read it back, count bad 512-byte sectors\n"
-	"  blkio zero DEV MIB [OFFSET_MIB]         zero the range (BLKZEROOUT), read it back,\n"
-	"                                          count sectors that are not zero\n"
+	"  blkio zero DEV MIB [OFFSET_MIB]         zero the range with the disk's Write Zeroes\n"
+	"                                          only, read it back, count sectors not zero\n"
 	"  blkio bench DEV[,DEV...] MODE BS QD SECONDS [SPAN_MIB [SLICE]]\n"
 	"        MODE randread|seqread|seqwrite, BS multiple of 512 (max 8 MiB), QD 1..256,\n"
 	"        SECONDS up to 600 (decimals allowed), SPAN_MIB default and cap: the device size;\n"
@@ -402,7 +405,7 @@ static int cmd_pattern(int argc, char **argv, int write, int open_flags)
 /* zero: argv = zero DEV MIB [OFFSET_MIB] */
 static int cmd_zero(int argc, char **argv)
 {
-	uint64_t mib, first_mib, range[2], i, bytes = 0, nonzero = 0;
+	uint64_t mib, first_mib, i, bytes = 0, nonzero = 0;
 	char message[128];
 	double start;
 	char *buf;
@@ -420,16 +423,15 @@ static int cmd_zero(int argc, char **argv)
 		fprintf(stderr, "blkio: zero: out of memory\n");
 		return 2;
 	}
-	range[0] = first_mib * MIB;
-	range[1] = mib * MIB;
 	start = now();
-	if (ioctl(fd, BLKZEROOUT, range)) {
-		printf("zero error at offset=%" PRIu64 ": BLKZEROOUT: %s\n", range[0],
+	/* A hole in a block device is zeroes written by the disk (BLKDEV_ZERO_NOFALLBACK). */
+	if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, first_mib * MIB, mib * MIB)) {
+		printf("zero error at offset=%" PRIu64 ": fallocate: %s\n", first_mib * MIB,
 		       strerror(errno));
 		return 1;
 	}
 	for (i = 0; i < mib; i++) {
-		uint64_t base = range[0] + i * MIB, *words = (uint64_t *)buf, w, s;
+		uint64_t base = (first_mib + i) * MIB, *words = (uint64_t *)buf, w, s;
 		size_t done = transfer(fd, 0, buf, MIB, base);
 
 		if (done < MIB) {
