@@ -497,7 +497,8 @@ pub(crate) unsafe fn for_each_busy_raw<P, F: FnMut(&Request<P>)>(
 ///
 /// # Safety
 ///
-/// `set` is a live tag set.
+/// `set` is a live tag set. Not called from a dispatch (`queue_rq`, `commit_rqs`): the wait
+/// would be for the caller itself.
 pub(crate) unsafe fn with_dispatch_stopped<R>(
     set: *mut bindings::blk_mq_tag_set,
     f: impl FnOnce() -> R,

@@ -135,6 +135,11 @@ impl<'a> Controller<'a> {
         self.bar.read32(regs::CSTS) != regs::GONE
     }
 
+    /// The specification version the controller implements (`VS`).
+    pub(crate) fn version(&self) -> u32 {
+        self.bar.read32(regs::VS)
+    }
+
     /// Whether I/O has been stopped for good.
     pub(crate) fn is_dead(&self) -> bool {
         self.dead.load(Ordering::Acquire)

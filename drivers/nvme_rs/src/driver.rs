@@ -147,13 +147,17 @@ impl<'bound> Nvme<'bound> {
             &buf,
         )?)?;
 
-        // Older controllers do not have this structure: no limits then.
-        let nvm_id = ctrl
-            .admin
-            .lock()
-            .identify(&ctrl.bar, command::CNS_NVM_CONTROLLER, 0, &buf)
-            .and_then(|data| IdentifyNvmController::parse(&data))
-            .unwrap_or_default();
+        // Older controllers do not have this structure: no limits then. Before 1.2 the CNS field
+        // had two bits or one, and CNS 06h would be read as another.
+        let nvm_id = if ctrl.version() >= regs::VS_1_2 {
+            ctrl.admin
+                .lock()
+                .identify(&ctrl.bar, command::CNS_NVM_CONTROLLER, 0, &buf)
+                .and_then(|data| IdentifyNvmController::parse(&data))
+                .unwrap_or_default()
+        } else {
+            IdentifyNvmController::default()
+        };
 
         // One I/O queue pair per CPU, as far as the controller and the interrupt vectors go.
         let wanted = kernel::cpu::nr_cpu_ids().clamp(1, MAX_IO_QUEUES as u32) as u16;

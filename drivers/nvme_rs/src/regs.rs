@@ -14,6 +14,10 @@ pub(crate) const BAR0_SIZE: usize = 0x1008;
 
 /// Controller Capabilities (64 bits).
 pub(crate) const CAP: usize = 0x00;
+/// Version: major in bits 31:16, minor in 15:8.
+pub(crate) const VS: usize = 0x08;
+/// Version 1.2, the first whose Identify takes a whole byte of CNS.
+pub(crate) const VS_1_2: u32 = 0x0001_0200;
 /// Controller Configuration.
 pub(crate) const CC: usize = 0x14;
 /// Controller Status.
