@@ -209,7 +209,14 @@ fn rctl(mode: RxMode) -> u32 {
 /// The Multicast Table Array bit that passes frames to `group`: with RCTL.MO 00 (as `rctl` leaves
 /// it), address bits 47:36.
 fn mta_bit(group: &MacAddress) -> usize {
-    (usize::from(group[5]) << 4 | usize::from(group[4]) >> 4) % (regs::MTA_ENTRIES * 32)
+    usize::from(group[5]) << 4 | usize::from(group[4]) >> 4
+}
+
+/// Writes the whole Multicast Table Array.
+fn write_multicast_table(bar: &Bar0<'_>, table: &[u32; regs::MTA_ENTRIES]) {
+    for (i, bits) in table.iter().enumerate() {
+        bar.write32(*bits, regs::MTA + 4 * i);
+    }
 }
 
 /// Resets the controller and leaves every interrupt masked and the link set up.
@@ -329,9 +336,7 @@ impl E1000<'_> {
         // SAFETY: `ndo_open` runs under the RTNL lock.
         let mac = unsafe { self.netdev.hw_addr() };
         program_mac_address(bar, &mac);
-        for i in 0..regs::MTA_ENTRIES {
-            bar.write32(0, regs::MTA + 4 * i);
-        }
+        write_multicast_table(bar, &[0; regs::MTA_ENTRIES]);
         // SAFETY: Neither `xmit` nor `poll` runs: the queue has not started and NAPI is disabled.
         unsafe { self.rings.set(Some((tx, rx))) };
         // Every descriptor but one is the device's: head 0, tail at the last.
@@ -368,10 +373,7 @@ impl E1000<'_> {
             let bit = mta_bit(&group);
             table[bit / 32] |= 1 << (bit % 32);
         }
-        for (i, bits) in table.into_iter().enumerate() {
-            // Within BAR0: the table's registers.
-            let _ = self.bar.try_write32(bits, regs::MTA + 4 * i);
-        }
+        write_multicast_table(&self.bar, &table);
         let rctl = rctl(mode);
         if self.bar.read32(regs::RCTL) != rctl {
             self.bar.write32(rctl, regs::RCTL);

@@ -136,6 +136,22 @@ pub(crate) struct HwAddrs<'a> {
     _list: core::marker::PhantomData<&'a AddrList>,
 }
 
+impl HwAddrs<'_> {
+    /// The addresses of `list`.
+    ///
+    /// # Safety
+    ///
+    /// `list` is valid and does not change while the result lives.
+    unsafe fn new(list: *mut AddrList) -> Self {
+        // INVARIANT: by the safety requirement; no entry yet.
+        Self {
+            list,
+            prev: core::ptr::null(),
+            _list: core::marker::PhantomData,
+        }
+    }
+}
+
 impl Iterator for HwAddrs<'_> {
     type Item = MacAddress;
 
@@ -809,13 +825,9 @@ pub(crate) unsafe extern "C" fn e1000_rs_set_rx_mode(
         promiscuous: flags & bindings::net_device_flags_IFF_PROMISC != 0,
         all_multicast: flags & bindings::net_device_flags_IFF_ALLMULTI != 0,
     };
-    // INVARIANT: the stack's copy of the groups, which does not change during the call (safety
-    // requirements).
-    let groups = HwAddrs {
-        list: multicast,
-        prev: core::ptr::null(),
-        _list: core::marker::PhantomData,
-    };
+    // SAFETY: The stack's copy of the groups, which does not change during the call (safety
+    // requirements); the iterator does not outlive it.
+    let groups = unsafe { HwAddrs::new(multicast) };
     // SAFETY: As in `e1000_rs_open`.
     unsafe { adapter(dev) }.set_rx_mode(mode, groups);
     0

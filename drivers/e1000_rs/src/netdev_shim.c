@@ -122,8 +122,8 @@ unsigned int e1000_rs_flags(struct net_device *dev)
 /* The address after prev in list (the first for NULL), or NULL after the last. */
 const unsigned char *e1000_rs_addr_next(struct netdev_hw_addr_list *list, const unsigned char *prev)
 {
-	struct list_head *next = prev ? container_of(prev, struct netdev_hw_addr, addr[0])->list.next :
-					list->list.next;
+	struct list_head *next = prev ?
+		container_of_const(prev, struct netdev_hw_addr, addr[0])->list.next : list->list.next;
 
 	return next == &list->list ? NULL : list_entry(next, struct netdev_hw_addr, list)->addr;
 }
