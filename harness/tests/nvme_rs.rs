@@ -22,7 +22,7 @@ diag "c_disks=$c1,$c2"
 q() { cat "/sys/block/$1/$2"; }
 for n in 1 2; do
     for attr in size queue/logical_block_size queue/max_hw_sectors_kb queue/discard_max_hw_bytes queue/write_cache queue/fua \
-        queue/write_zeroes_max_bytes; do
+        queue/write_zeroes_max_bytes queue/discard_granularity; do
         check "ns$n-${attr##*/}-as-c" test "$(q rsnvme0n$n $attr)" = "$(q "$(c_disk $n)" $attr)"
     done
 done

@@ -548,6 +548,8 @@ pub(crate) struct DiskConfig<'n> {
     pub(crate) write_cache: bool,
     /// Largest discard in sectors; 0 for none.
     pub(crate) max_discard_sectors: u32,
+    /// The discard size and alignment the device prefers, in bytes.
+    pub(crate) discard_granularity: u32,
     /// Largest write zeroes in sectors; 0 for none.
     pub(crate) max_write_zeroes_sectors: u32,
 }
@@ -600,7 +602,7 @@ impl Disk {
         if config.max_discard_sectors > 0 {
             lim.max_hw_discard_sectors = config.max_discard_sectors;
             lim.max_discard_segments = 1;
-            lim.discard_granularity = config.logical_block_size;
+            lim.discard_granularity = config.discard_granularity;
         }
         // SAFETY: A live tag set; `lim` is read during the call only.
         let raw = unsafe {

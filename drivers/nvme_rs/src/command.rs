@@ -191,6 +191,9 @@ pub(crate) struct IdentifyNamespace {
     pub(crate) lba_shift: u32,
     /// Metadata bytes per logical block of the format in use.
     pub(crate) metadata_size: u16,
+    /// The deallocate granularity and alignment the namespace prefers (NPDG, NPDA), the larger, in
+    /// logical blocks; 1 when it states neither.
+    pub(crate) preferred_deallocate_blocks: u32,
 }
 
 impl IdentifyNamespace {
@@ -205,10 +208,22 @@ impl IdentifyNamespace {
         let flbas = raw[26];
         let format = usize::from((flbas & 0xf) | ((flbas >> 1) & 0x30));
         let lbaf = 128 + 4 * format.min(63);
+        // NSFEAT bits 5:4 (OPTPERF): bit 4 says NPDG is valid, either bit that NPDA is. Bit 5
+        // points at NPDGL/NPDAL of the NVM command set's structure, which this driver does not
+        // read; the C driver prefers those where they are set.
+        let optperf = (raw[24] >> 4) & 0x3;
+        let from_zero_based = |at: usize| u32::from(u16::from_le_bytes([raw[at], raw[at + 1]])) + 1;
+        let npdg = if optperf & 0x1 != 0 {
+            from_zero_based(68)
+        } else {
+            1
+        };
+        let npda = if optperf != 0 { from_zero_based(70) } else { 1 };
         Ok(Self {
             nsze: u64::from_le_bytes(nsze),
             lba_shift: u32::from(raw[lbaf + 2]),
             metadata_size: u16::from_le_bytes([raw[lbaf], raw[lbaf + 1]]),
+            preferred_deallocate_blocks: npdg.max(npda),
         })
     }
 }

@@ -254,6 +254,10 @@ impl<'bound> Nvme<'bound> {
                 virt_boundary_mask: regs::PAGE_SIZE as u64 - 1,
                 write_cache: id.vwc & command::VWC_PRESENT != 0,
                 max_discard_sectors: discard_limit(&id, nvm_id.dmrsl, ns.lba_shift),
+                discard_granularity: ns
+                    .preferred_deallocate_blocks
+                    .checked_mul(1 << ns.lba_shift)
+                    .unwrap_or(1 << ns.lba_shift),
                 max_write_zeroes_sectors: write_zeroes_limit(
                     &id,
                     &nvm_id,
