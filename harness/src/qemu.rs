@@ -302,6 +302,11 @@ impl Vm {
             "panic=-1".to_string(),
             "oops=panic".to_string(),
             "loglevel=7".to_string(),
+            // The TSC under TCG comes from one clock for every vCPU, so it needs no watchdog, and
+            // the watchdog's cross-CPU check can deadlock a booting guest: once, CPU 0 spun in
+            // `watchdog_check_skew` with interrupts off, timing out by jiffies that no CPU
+            // advanced, while CPU 1 waited in `stop_machine`.
+            "tsc=reliable".to_string(),
         ];
         if self.debug_checks {
             append.push("kmemleak=on".to_string());
