@@ -264,7 +264,7 @@ impl Vm {
     }
 
     /// Attaches an NVMe controller with one namespace per drive; its QEMU id is `nvme<N>` in the order
-    /// controllers were added (for QMP `device_del`), and its namespaces' are `nvme<N>ns<NSID>`.
+    /// controllers were added (for QMP `device_del`), its namespaces' `nvme<N>ns<NSID>`.
     pub fn nvme(mut self, namespaces: Vec<Drive>) -> Vm {
         self.nvme.push(namespaces);
         self
