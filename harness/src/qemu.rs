@@ -84,7 +84,7 @@ pub struct Vm {
     pub(crate) counted: Option<Counted>,
 }
 
-/// What the counting QEMU plugin (`harness/qemu-plugins/insn_count.c`) counts between the guest's
+/// What the counting QEMU plugin (`harness/qemu-plugins/counter.c`) counts between the guest's
 /// `mark` commands. Under emulation an instruction's cost depends on its kind: besides the
 /// instructions themselves, these are the events that cost the emulator most.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -190,7 +190,7 @@ impl Vm {
     }
 
     /// Counts `what` (guest instructions, or one of the costly kinds of event) executed between the
-    /// guest's `mark` commands (a QEMU plugin, `harness/qemu-plugins/insn_count.c`): see
+    /// guest's `mark` commands (a QEMU plugin, `harness/qemu-plugins/counter.c`): see
     /// [`crate::VmOutcome::count_marks`].
     pub fn count(mut self, what: Counted) -> Vm {
         self.counted = Some(what);

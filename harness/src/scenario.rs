@@ -306,7 +306,7 @@ impl Scenario {
         let plugin = vm
             .counted
             .is_some()
-            .then(|| crate::guest_tools::qemu_plugin("insn_count"))
+            .then(|| crate::guest_tools::qemu_plugin("counter"))
             .transpose()?;
         let args = vm.qemu_args(&dir, &env.bzimage(), &initrd, plugin.as_deref())?;
         std::fs::write(dir.join("qemu.cmdline"), shell_words(&args))?;

@@ -563,7 +563,7 @@ static void bench_reap(struct bench *b, double seconds)
 
 /*
  * With BLKIO_MARK set, executes `xchg %bx,%bx` (a no-op) around each device's run: the harness's
- * instruction counter (harness/qemu-plugins/insn_count.c) records its count at each one.
+ * instruction counter (harness/qemu-plugins/counter.c) records its count at each one.
  */
 static void mark(int enabled)
 {

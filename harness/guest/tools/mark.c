@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * mark: executes `xchg %bx,%bx`, a no-op that the harness's QEMU plugin insn_count
- * (harness/qemu-plugins/insn_count.c) watches for: each mark records the guest instructions
- * executed so far.
+ * mark: executes `xchg %bx,%bx`, a no-op that the harness's counting QEMU plugin
+ * (harness/qemu-plugins/counter.c) watches for: each mark records what it has counted so far
+ * (instructions, blocks, atomics or device accesses).
  */
 int main(void)
 {

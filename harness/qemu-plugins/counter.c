@@ -10,7 +10,7 @@
  * lookup); atomics, atomic read-modify-write instructions (lock prefix, xchg with memory); mmio,
  * memory-mapped accesses that reach an emulated device (port I/O is not counted).
  *
- * Usage: -plugin insn_count.so,out=FILE[,count=insns|blocks|atomics|mmio]
+ * Usage: -plugin counter.so,out=FILE[,count=insns|blocks|atomics|mmio]
  *
  * The declarations below are the parts of QEMU's plugin API (qemu-plugin.h, API version 1 and
  * later) this uses, so that building needs no QEMU development package.
@@ -154,7 +154,7 @@ __attribute__((visibility("default"))) int qemu_plugin_install(qemu_plugin_id_t 
 				k++;
 			if (k == kinds) {
 				fprintf(stderr,
-					"insn_count: count= is insns, blocks, atomics or mmio\n");
+					"counter plugin: count= is insns, blocks, atomics or mmio\n");
 				return -1;
 			}
 			counted = k;
@@ -163,7 +163,7 @@ __attribute__((visibility("default"))) int qemu_plugin_install(qemu_plugin_id_t 
 	if (path)
 		out = fopen(path, "w");
 	if (!out) {
-		fprintf(stderr, "insn_count: needs out=FILE, a file it can write\n");
+		fprintf(stderr, "counter plugin: needs out=FILE, a file it can write\n");
 		return -1;
 	}
 	qemu_plugin_register_vcpu_tb_trans_cb(id, tb_trans);
