@@ -114,6 +114,18 @@ const NETDEV_TX_BUSY: c_int = 0x10;
 /// An Ethernet address.
 pub(crate) type MacAddress = [u8; 6];
 
+/// A copy of the Ethernet address at `ptr`.
+///
+/// # Safety
+///
+/// `ptr` points to 6 readable bytes that nothing changes meanwhile.
+unsafe fn mac_address_at(ptr: *const u8) -> MacAddress {
+    let mut addr = MacAddress::default();
+    // SAFETY: By the safety requirement.
+    unsafe { core::ptr::copy_nonoverlapping(ptr, addr.as_mut_ptr(), addr.len()) };
+    addr
+}
+
 /// What the stack asks the receive filter to pass besides frames to the interface's own address,
 /// broadcasts and the multicast groups it joined.
 #[derive(Clone, Copy, Default)]
@@ -163,11 +175,9 @@ impl Iterator for HwAddrs<'_> {
         }
         // INVARIANT: an entry of the list.
         self.prev = next;
-        let mut addr = MacAddress::default();
         // SAFETY: An entry's address holds `MAX_ADDR_LEN` (32) bytes, an Ethernet address the
-        // first 6.
-        unsafe { core::ptr::copy_nonoverlapping(next, addr.as_mut_ptr(), addr.len()) };
-        Some(addr)
+        // first 6, and the list does not change (type invariants).
+        Some(unsafe { mac_address_at(next) })
     }
 }
 
@@ -265,13 +275,11 @@ impl NetDev {
     ///
     /// The caller holds the RTNL lock, under which alone the stack changes the address.
     pub(crate) unsafe fn hw_addr(&self) -> MacAddress {
-        let mut addr = MacAddress::default();
         // SAFETY: `raw` is valid.
         let current = unsafe { e1000_rs_dev_addr(self.raw()) };
         // SAFETY: `current` points to the 6 bytes of an Ethernet device's address, which nothing
         // changes meanwhile (safety requirement).
-        unsafe { core::ptr::copy_nonoverlapping(current, addr.as_mut_ptr(), addr.len()) };
-        addr
+        unsafe { mac_address_at(current) }
     }
 
     /// Sets the carrier on or off.
@@ -797,9 +805,9 @@ pub(crate) unsafe extern "C" fn e1000_rs_set_mac_address(
     dev: *mut NetDevice,
     addr: *mut c_void,
 ) -> c_int {
-    let mut mac: MacAddress = [0; 6];
-    // SAFETY: `addr` is a `struct sockaddr`, whose data holds at least 6 bytes.
-    unsafe { core::ptr::copy_nonoverlapping(e1000_rs_sockaddr_data(addr), mac.as_mut_ptr(), 6) };
+    // SAFETY: `addr` is a `struct sockaddr`, whose data holds at least 6 bytes, the caller's for
+    // the call.
+    let mac = unsafe { mac_address_at(e1000_rs_sockaddr_data(addr)) };
     // SAFETY: As in `e1000_rs_open`.
     match unsafe { adapter(dev) }.set_mac_address(&mac) {
         Ok(()) => 0,

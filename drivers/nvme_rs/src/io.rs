@@ -555,6 +555,27 @@ enum DataPointer {
     Sgl,
 }
 
+/// Sets `command` to `opcode` over `rq`'s logical blocks: the starting LBA and the 0's based
+/// count, which has 16 bits (the disk's limits keep requests within it).
+#[inline]
+fn set_block_range(
+    command: &mut Command,
+    opcode: u8,
+    ns: &Namespace,
+    rq: &Request<Pdu<'_>>,
+) -> Result<(), Status> {
+    let blocks = rq.bytes() >> ns.lba_shift;
+    if blocks == 0 || blocks > 0x1_0000 {
+        return Err(Status::IOERR);
+    }
+    let slba = rq.sector() >> (ns.lba_shift - 9);
+    command.opcode = opcode;
+    command.cdw10 = slba as u32;
+    command.cdw11 = (slba >> 32) as u32;
+    command.cdw12 = blocks - 1;
+    Ok(())
+}
+
 /// Fills in `command` for `rq`, mapping its data into `pdu`.
 fn prepare<'a>(
     queue: &'a IoQueue<'a>,
@@ -570,16 +591,7 @@ fn prepare<'a>(
             DataPointer::None
         }
         Op::WriteZeroes => {
-            let blocks = rq.bytes() >> ns.lba_shift;
-            // The limit keeps a request within the 16-bit block count.
-            if blocks == 0 || blocks > 0x1_0000 {
-                return Err(Status::IOERR);
-            }
-            let slba = lba(rq.sector());
-            command.opcode = nvm::WRITE_ZEROES;
-            command.cdw10 = slba as u32;
-            command.cdw11 = (slba >> 32) as u32;
-            command.cdw12 = blocks - 1;
+            set_block_range(command, nvm::WRITE_ZEROES, ns, rq)?;
             DataPointer::None
         }
         Op::Discard => {
@@ -605,20 +617,12 @@ fn prepare<'a>(
         }
         op @ (Op::Read | Op::Write) => {
             let bytes = rq.bytes();
-            let blocks = bytes >> ns.lba_shift;
-            if blocks == 0 || blocks > 0x1_0000 {
-                return Err(Status::IOERR);
-            }
             let (opcode, dir) = if op == Op::Read {
                 (nvm::READ, Direction::FromDevice)
             } else {
                 (nvm::WRITE, Direction::ToDevice)
             };
-            let slba = lba(rq.sector());
-            command.opcode = opcode;
-            command.cdw10 = slba as u32;
-            command.cdw11 = (slba >> 32) as u32;
-            command.cdw12 = blocks - 1;
+            set_block_range(command, opcode, ns, rq)?;
             if rq.is_fua() {
                 command.cdw12 |= command::RW_FUA;
             }

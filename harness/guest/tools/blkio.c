@@ -26,9 +26,10 @@
  * Each 8-byte word of the pattern depends on the seed and on its absolute byte offset, so every
  * sector checks on its own and data from the wrong LBA or from another seed never matches.
  *
- * Output (stdout): "fill bytes=N seconds=S", "verify bytes=N mismatches=M seconds=S" (plus
- * "first_mismatch offset=N"), "zero bytes=N nonzero=M seconds=S", "bench dev=D mode=M bs=B qd=Q ios=N bytes=N seconds=S iops=X
- * mbps=Y errors=E" (one per device), "hammer ios=N errors=E last_errno=NAME|NUMBER|0|short|hung".
+ * Output (stdout): "fill bytes=N seconds=S", "verify bytes=N mismatches=M seconds=S" and
+ * "zero bytes=N nonzero=M seconds=S" (each plus "first_mismatch offset=N" where one is bad),
+ * "bench dev=D mode=M bs=B qd=Q ios=N bytes=N seconds=S iops=X mbps=Y errors=E" (one per device),
+ * "hammer ios=N errors=E last_errno=NAME|NUMBER|0|short|hung".
  *
  * Exit codes: 0 success; 1 I/O error, mismatch, or a request that never completed; 2 bad
  * arguments or setup failure (open, memory, io_setup); hammer: 0 when it ended on an I/O error
@@ -332,23 +333,32 @@ static int open_device(const char *cmd, const char *path, int flags)
 	return fd;
 }
 
-/* fill, fill-dsync (open_flags O_DSYNC) and verify: argv = CMD DEV SEED MIB [OFFSET_MIB] */
-static int cmd_pattern(int argc, char **argv, int write, int open_flags)
+enum pattern_cmd { FILL, FILL_DSYNC, VERIFY, ZERO };
+
+/*
+ * fill, fill-dsync and verify: argv = CMD DEV SEED MIB [OFFSET_MIB]; zero, which punches a hole
+ * and verifies zeroes: argv = zero DEV MIB [OFFSET_MIB].
+ */
+static int cmd_pattern(int argc, char **argv, enum pattern_cmd what)
 {
 	const char *cmd = argv[0];
-	uint64_t seed, mib, first_mib, i, bytes = 0, mismatches = 0, first_bad = 0;
+	int write = what == FILL || what == FILL_DSYNC, zero = what == ZERO;
+	int fixed = zero ? 3 : 4; /* arguments before the optional OFFSET_MIB */
+	uint64_t seed = 0, mib, first_mib, i, bytes = 0, mismatches = 0, first_bad = 0;
 	char message[128];
 	double start;
 	char *buf;
-	int fd, failed = 0;
+	int fd, flags, failed = 0;
 
-	if (argc != 4 && argc != 5)
-		return usage("%s takes DEV SEED MIB [OFFSET_MIB]", cmd);
-	if (parse_u64(argv[2], 1, 0, UINT64_MAX, &seed))
+	if (argc != fixed && argc != fixed + 1)
+		return usage(zero ? "%s takes DEV MIB [OFFSET_MIB]" : "%s takes DEV SEED MIB [OFFSET_MIB]",
+			     cmd);
+	if (!zero && parse_u64(argv[2], 1, 0, UINT64_MAX, &seed))
 		return usage("bad SEED '%s': want a decimal or 0x-hex 64-bit number", argv[2]);
-	if (parse_range(argv[3], argc == 5 ? argv[4] : NULL, &mib, &first_mib))
+	if (parse_range(argv[fixed - 1], argc > fixed ? argv[fixed] : NULL, &mib, &first_mib))
 		return 2;
-	fd = open_device(cmd, argv[1], (write ? O_WRONLY : O_RDONLY) | open_flags);
+	flags = write ? O_WRONLY : zero ? O_RDWR : O_RDONLY;
+	fd = open_device(cmd, argv[1], flags | (what == FILL_DSYNC ? O_DSYNC : 0));
 	if (fd < 0)
 		return 2;
 	buf = aligned_buffer(MIB);
@@ -358,6 +368,13 @@ static int cmd_pattern(int argc, char **argv, int write, int open_flags)
 	}
 
 	start = now();
+	/* A hole in a block device is zeroes written by the disk (BLKDEV_ZERO_NOFALLBACK). */
+	if (zero && fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, first_mib * MIB,
+			      mib * MIB)) {
+		printf("zero error at offset=%" PRIu64 ": fallocate: %s\n", first_mib * MIB,
+		       strerror(errno));
+		return 1;
+	}
 	for (i = 0; i < mib && !failed; i++) {
 		uint64_t base = (first_mib + i) * MIB, *words = (uint64_t *)buf, w;
 		size_t done, s;
@@ -377,7 +394,7 @@ static int cmd_pattern(int argc, char **argv, int write, int open_flags)
 				uint64_t off = base + s * SECTOR, *sector = words + s * SECTOR / 8;
 
 				for (w = 0; w < SECTOR / 8; w++)
-					if (sector[w] != pattern_word(seed, off + w * 8))
+					if (sector[w] != (zero ? 0 : pattern_word(seed, off + w * 8)))
 						break;
 				if (w < SECTOR / 8 && mismatches++ == 0)
 					first_bad = off;
@@ -395,60 +412,11 @@ static int cmd_pattern(int argc, char **argv, int write, int open_flags)
 			printf("fill bytes=%" PRIu64 " seconds=%.3f\n", bytes, now() - start);
 		return failed;
 	}
-	printf("verify bytes=%" PRIu64 " mismatches=%" PRIu64 " seconds=%.3f\n", bytes, mismatches,
-	       now() - start);
+	printf("%s bytes=%" PRIu64 " %s=%" PRIu64 " seconds=%.3f\n", cmd, bytes,
+	       zero ? "nonzero" : "mismatches", mismatches, now() - start);
 	if (mismatches)
 		printf("first_mismatch offset=%" PRIu64 "\n", first_bad);
 	return failed || mismatches;
-}
-
-/* zero: argv = zero DEV MIB [OFFSET_MIB] */
-static int cmd_zero(int argc, char **argv)
-{
-	uint64_t mib, first_mib, i, bytes = 0, nonzero = 0;
-	char message[128];
-	double start;
-	char *buf;
-	int fd;
-
-	if (argc != 3 && argc != 4)
-		return usage("zero takes DEV MIB [OFFSET_MIB]", NULL);
-	if (parse_range(argv[2], argc == 4 ? argv[3] : NULL, &mib, &first_mib))
-		return 2;
-	fd = open_device("zero", argv[1], O_RDWR);
-	if (fd < 0)
-		return 2;
-	buf = aligned_buffer(MIB);
-	if (!buf) {
-		fprintf(stderr, "blkio: zero: out of memory\n");
-		return 2;
-	}
-	start = now();
-	/* A hole in a block device is zeroes written by the disk (BLKDEV_ZERO_NOFALLBACK). */
-	if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, first_mib * MIB, mib * MIB)) {
-		printf("zero error at offset=%" PRIu64 ": fallocate: %s\n", first_mib * MIB,
-		       strerror(errno));
-		return 1;
-	}
-	for (i = 0; i < mib; i++) {
-		uint64_t base = (first_mib + i) * MIB, *words = (uint64_t *)buf, w, s;
-		size_t done = transfer(fd, 0, buf, MIB, base);
-
-		if (done < MIB) {
-			describe(message, sizeof(message), "read", done, MIB);
-			printf("zero error at offset=%" PRIu64 ": %s\n", base + done, message);
-			return 1;
-		}
-		for (s = 0; s < MIB / SECTOR; s++) {
-			for (w = 0; w < SECTOR / 8 && !words[s * SECTOR / 8 + w]; w++)
-				;
-			nonzero += w < SECTOR / 8;
-		}
-		bytes += done;
-	}
-	printf("zero bytes=%" PRIu64 " nonzero=%" PRIu64 " seconds=%.3f\n", bytes, nonzero,
-	       now() - start);
-	return nonzero != 0;
 }
 
 enum mode { RANDREAD, SEQREAD, SEQWRITE };
@@ -908,13 +876,13 @@ int main(int argc, char **argv)
 	if (argc < 2)
 		return usage(NULL, NULL);
 	if (!strcmp(argv[1], "fill"))
-		return cmd_pattern(argc - 1, argv + 1, 1, 0);
+		return cmd_pattern(argc - 1, argv + 1, FILL);
 	if (!strcmp(argv[1], "fill-dsync"))
-		return cmd_pattern(argc - 1, argv + 1, 1, O_DSYNC);
+		return cmd_pattern(argc - 1, argv + 1, FILL_DSYNC);
 	if (!strcmp(argv[1], "verify"))
-		return cmd_pattern(argc - 1, argv + 1, 0, 0);
+		return cmd_pattern(argc - 1, argv + 1, VERIFY);
 	if (!strcmp(argv[1], "zero"))
-		return cmd_zero(argc - 1, argv + 1);
+		return cmd_pattern(argc - 1, argv + 1, ZERO);
 	if (!strcmp(argv[1], "bench"))
 		return cmd_bench(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "hammer"))
