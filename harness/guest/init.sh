@@ -60,6 +60,14 @@ wait_for() {
 	done
 }
 
+# pci_released ADDRESS: the PCI function at ADDRESS is as its driver must leave it at unbind:
+# disabled (enable count 0) and no bus master (Command register bit 2 clear), so it cannot DMA.
+pci_released() {
+	[ "$(cat "/sys/bus/pci/devices/$1/enable")" = 0 ] || return 1
+	pci_command=$(od -An -tu2 -j4 -N2 "/sys/bus/pci/devices/$1/config") || return 1
+	[ $((pci_command & 4)) = 0 ]
+}
+
 # Leaks from before the scenario (boot) are not the scenario's.
 [ -e /sys/kernel/debug/kmemleak ] && echo clear >/sys/kernel/debug/kmemleak
 
