@@ -31,8 +31,10 @@ done
 diag cycles=$cycles
 check twenty-rebinds-verified sh -c 'test $(dmesg | grep -c "{name} 0000:00:02.0: DMA round trips verified") -eq 21'
 check unload rmmod {name}
+check released-at-unload pci_released 0000:00:02.0
 check probe-fails-on-alloc-failure sh -c '! insmod /modules/{name}.ko fail_coherent_alloc=1 || ! test -e /sys/bus/pci/drivers/{name}/0000:00:02.0'
 check alloc-failure-reported sh -c 'dmesg | grep -q "{name} 0000:00:02.0: coherent allocation of .* bytes failed"'
+check released-after-failed-probe pci_released 0000:00:02.0
 rmmod {name} 2>/dev/null
 check reload-after-failure insmod /modules/{name}.ko
 check verified-after-failure sh -c 'test $(dmesg | grep -c "{name} 0000:00:02.0: DMA round trips verified") -eq 22'
@@ -40,7 +42,11 @@ check final-unload rmmod {name}
 "#
     );
     let outcome = Scenario::new("template-edu")
-        .vm(Vm::new("guest").edu().module(&dir).script(&script))
+        .vm(Vm::new("guest")
+            .edu()
+            .bios_irq_routing()
+            .module(&dir)
+            .script(&script))
         .run()
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(outcome.vm("guest").diagnostic("cycles"), "20");
