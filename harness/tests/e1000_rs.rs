@@ -24,6 +24,7 @@ fn scenario(name: &str, dut_script: &str, peer_script: &str) -> Scenario {
     let dut = Vm::new("dut")
         .memory_mib(768)
         .module("drivers/e1000_rs")
+        .bios_irq_routing()
         .tool("netpipe")
         .nic("e1000", link.end_a())
         .script(&format!("{COMMON}{dut_script}"))
@@ -147,7 +148,9 @@ ktap_result $? copy-tcp-receive-16MiB
 diag "copy_received_sha=$(cat /tmp/recv.sha)"
 rm -f /tmp/out
 check tell-peer-done sh -c 'echo done | netpipe send $PEER 5009'
+rs_pci=$(basename "$(readlink /sys/class/net/eth0/device)")
 check unload rmmod e1000_rs
+check released-at-unload pci_released $rs_pci
 "#;
 
 /// The peer's part: C e1000, the other end of every check.

@@ -154,6 +154,10 @@ while [ $cycles -lt 100 ]; do
 done
 diag "cycles=$cycles"
 check hundred-cycles test $cycles -eq 100
+check unload-before-unplug rmmod nvme_rs
+check released-at-unload pci_released $RS_PCI
+check reload-before-unplug insmod /modules/nvme_rs.ko
+check disk-before-unplug wait_for 20 test -b /dev/rsnvme0n1
 
 # Surprise removal during I/O: QMP device_del of the controller.
 (blkio hammer /dev/rsnvme0n1 120 >/tmp/hammer.out 2>&1; echo $? >/tmp/hammer.rc) &
