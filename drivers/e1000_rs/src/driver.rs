@@ -18,12 +18,10 @@ use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel::{
     bindings,
     device::{Bound, Core},
-    devres,
     io::Io,
     new_spinlock, pci,
     prelude::*,
     sync::{
-        aref::ARef,
         barrier::{smp_mb, Full},
         SpinLock,
     },
@@ -68,40 +66,6 @@ kernel::pci_device_table!(
 );
 
 struct E1000Driver;
-
-/// Keeps the PCI device enabled, and a bus master, while the driver is bound.
-///
-/// The PCI core leaves a device enabled when its driver unbinds, where a C driver's `remove` calls
-/// `pci_disable_device`, which also clears Bus Master Enable: from then on the device cannot reach
-/// memory, whatever the driver left it doing. devres drops this after the driver's data.
-///
-/// # Invariants
-///
-/// [`Self::enable`] enabled the device for this value, which is its only maker.
-struct BusMasterUntilUnbind(ARef<pci::Device>);
-
-impl BusMasterUntilUnbind {
-    /// Enables `pdev`'s memory space and bus mastering until unbind (or a failed probe).
-    fn enable(pdev: &pci::Device<Core<'_>>) -> Result {
-        pdev.enable_device_mem()?;
-        pdev.set_master();
-        let bound: &pci::Device<Bound> = pdev;
-        // INVARIANT: enabled just above. Dropped (the device disabled) if registering fails.
-        devres::register(bound.as_ref(), Self(bound.into()), GFP_KERNEL)
-    }
-}
-
-impl Drop for BusMasterUntilUnbind {
-    fn drop(&mut self) {
-        // `pci::Device` is transparent over `Opaque<pci_dev>`, itself transparent over the C struct.
-        let pdev = core::ptr::from_ref::<pci::Device>(&self.0)
-            .cast_mut()
-            .cast();
-        // SAFETY: The reference keeps the `pci_dev` alive, and it was enabled for this value (type
-        // invariant), which is dropped once.
-        unsafe { bindings::pci_disable_device(pdev) };
-    }
-}
 
 /// Counters kept by the driver.
 #[derive(Default)]
@@ -160,7 +124,7 @@ impl pci::Driver for E1000Driver {
         let bound: &'bound pci::Device<Bound> = pdev;
         try_pin_init!(&this in E1000 {
             pdev: {
-                BusMasterUntilUnbind::enable(pdev)?;
+                dma_local::enable_bus_master(pdev)?;
                 dma_local::set_mask_and_coherent(bound.as_ref(), Mask::bits(64)?)?;
                 bound
             },

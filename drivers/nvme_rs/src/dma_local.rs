@@ -13,6 +13,7 @@
 //! - [`Pool`]: small coherent blocks from a `dma_pool` (descriptor lists).
 //! - [`set_mask`], [`set_coherent_mask`], [`set_mask_and_coherent`]; [`set_min_align_mask`] and
 //!   [`max_mapping_size`], the limits a bounce buffer (swiotlb) puts on streaming mappings.
+//! - [`enable_bus_master`]: a PCI device may do DMA from probe until unbind, and not after.
 //!
 //! Every object that can reach the DMA API borrows the device as `&'a Device<Bound>`. The kernel
 //! crate hands a driver that reference only for as long as the device is bound, so no DMA API call
@@ -27,11 +28,14 @@ use core::mem::{size_of, ManuallyDrop};
 use core::ptr::NonNull;
 
 use kernel::bindings;
-use kernel::device::{Bound, Device};
+use kernel::device::{Bound, Core, Device};
+use kernel::devres;
 use kernel::error::to_result;
 use kernel::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
+use kernel::pci;
 use kernel::prelude::*;
 use kernel::str::CStr;
+use kernel::sync::aref::ARef;
 use kernel::transmute::{AsBytes, FromBytes};
 
 /// A bus address as the device sees it (`dma_addr_t`).
@@ -250,6 +254,41 @@ pub(crate) fn set_min_align_mask(dev: &Device<Bound>, mask: u32) -> Result {
 pub(crate) fn max_mapping_size(dev: &Device<Bound>) -> usize {
     // SAFETY: As in `set_mask`.
     unsafe { bindings::dma_max_mapping_size(raw_device(dev)) }
+}
+
+/// Lets a PCI device master the bus, that is do DMA, while its driver is bound: enables its memory
+/// space and bus mastering, and has devres disable it at unbind, or when the probe fails.
+///
+/// The PCI core leaves a device enabled when its driver goes; a C driver calls `pci_disable_device`
+/// at the end of `remove`, which clears Bus Master Enable: from then on the device cannot reach
+/// memory, whatever the driver left it doing. devres does that here after the driver's data, and
+/// with it every DMA object of this module, is dropped.
+pub(crate) fn enable_bus_master(pdev: &pci::Device<Core<'_>>) -> Result {
+    pdev.enable_device_mem()?;
+    pdev.set_master();
+    let bound: &pci::Device<Bound> = pdev;
+    // INVARIANT: enabled just above. Dropped (the device disabled) if registering fails.
+    devres::register(bound.as_ref(), DisableAtUnbind(bound.into()), GFP_KERNEL)
+}
+
+/// Disables a PCI device when dropped (see [`enable_bus_master`]).
+///
+/// # Invariants
+///
+/// [`enable_bus_master`] enabled the device for this value, which is its only maker.
+struct DisableAtUnbind(ARef<pci::Device>);
+
+impl Drop for DisableAtUnbind {
+    fn drop(&mut self) {
+        // `pci::Device` is transparent over `Opaque<pci_dev>`, itself transparent over the C struct
+        // (layout assumptions `pci-device-transparent` and `opaque-transparent` in `dma_local.api`).
+        let pdev = core::ptr::from_ref::<pci::Device>(&self.0)
+            .cast_mut()
+            .cast();
+        // SAFETY: The reference keeps the `pci_dev` alive, and it was enabled for this value (type
+        // invariant), which is dropped once.
+        unsafe { bindings::pci_disable_device(pdev) };
+    }
 }
 
 /// `count` elements of `T` after `offset`, in bytes; `EOVERFLOW` when that does not fit in `usize`.

@@ -21,17 +21,15 @@ mod shadow;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use kernel::{
-    bindings,
     cpu::CpuId,
     cpumask::CpumaskVar,
     device::{Bound, Core},
-    devres,
     ffi::c_void,
     irq::IrqRequest,
     pci,
     prelude::*,
     str::CString,
-    sync::{aref::ARef, Arc},
+    sync::Arc,
 };
 
 use blk::{Disk, DiskConfig, TagSet, TagSetConfig};
@@ -63,40 +61,6 @@ kernel::pci_device_table!(
 );
 
 struct NvmeDriver;
-
-/// Keeps the PCI device enabled, and a bus master, while the driver is bound.
-///
-/// The PCI core leaves a device enabled when its driver unbinds, where a C driver's `remove` calls
-/// `pci_disable_device`, which also clears Bus Master Enable: from then on the device cannot reach
-/// memory, whatever the driver left it doing. devres drops this after the driver's data.
-///
-/// # Invariants
-///
-/// [`Self::enable`] enabled the device for this value, which is its only maker.
-struct BusMasterUntilUnbind(ARef<pci::Device>);
-
-impl BusMasterUntilUnbind {
-    /// Enables `pdev`'s memory space and bus mastering until unbind (or a failed probe).
-    fn enable(pdev: &pci::Device<Core<'_>>) -> Result {
-        pdev.enable_device_mem()?;
-        pdev.set_master();
-        let bound: &pci::Device<Bound> = pdev;
-        // INVARIANT: enabled just above. Dropped (the device disabled) if registering fails.
-        devres::register(bound.as_ref(), Self(bound.into()), GFP_KERNEL)
-    }
-}
-
-impl Drop for BusMasterUntilUnbind {
-    fn drop(&mut self) {
-        // `pci::Device` is transparent over `Opaque<pci_dev>`, itself transparent over the C struct.
-        let pdev = core::ptr::from_ref::<pci::Device>(&self.0)
-            .cast_mut()
-            .cast();
-        // SAFETY: The reference keeps the `pci_dev` alive, and it was enabled for this value (type
-        // invariant), which is dropped once.
-        unsafe { bindings::pci_disable_device(pdev) };
-    }
-}
 
 /// Controller numbers in use, for disk names.
 static INSTANCES: AtomicU64 = AtomicU64::new(0);
@@ -154,7 +118,7 @@ impl pci::Driver for NvmeDriver {
         _info: Option<&'bound Self::IdInfo>,
     ) -> impl PinInit<Self::Data<'bound>, Error> + 'bound {
         let bound: &'bound pci::Device<Bound> = pdev;
-        BusMasterUntilUnbind::enable(pdev).and_then(|()| Nvme::probe(bound))
+        dma_local::enable_bus_master(pdev).and_then(|()| Nvme::probe(bound))
     }
 }
 
