@@ -60,12 +60,20 @@ wait_for() {
 	done
 }
 
+# pci_bus_master ADDRESS: the PCI function at ADDRESS may do DMA (Command register bit 2 set);
+# status 1 when it may not, 2 when its configuration space cannot be read.
+pci_bus_master() {
+	pci_command=$(od -An -tu2 -j4 -N2 "/sys/bus/pci/devices/$1/config") || return 2
+	[ -n "$pci_command" ] || return 2
+	[ $((pci_command & 4)) != 0 ]
+}
+
 # pci_released ADDRESS: the PCI function at ADDRESS is as its driver must leave it at unbind:
-# disabled (enable count 0) and no bus master (Command register bit 2 clear), so it cannot DMA.
+# disabled (enable count 0) and no bus master, so it cannot DMA.
 pci_released() {
 	[ "$(cat "/sys/bus/pci/devices/$1/enable")" = 0 ] || return 1
-	pci_command=$(od -An -tu2 -j4 -N2 "/sys/bus/pci/devices/$1/config") || return 1
-	[ $((pci_command & 4)) = 0 ]
+	pci_bus_master "$1"
+	[ $? = 1 ]
 }
 
 # Leaks from before the scenario (boot) are not the scenario's.

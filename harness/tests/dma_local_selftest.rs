@@ -7,6 +7,7 @@ use harness::{Scenario, Vm};
 /// Runs the self-test and turns its KTAP lines in the kernel log into results named `dma_local.<test>`.
 const SCRIPT: &str = r#"
 check load insmod /modules/dma_local_selftest.ko
+check bus-master-while-bound pci_bus_master 0000:00:02.0
 dmesg | sed -n 's/^\[[^]]*\] dma_local_selftest: //p' >/tmp/selftest.ktap
 plan=$(sed -n 's/^1\.\.//p' /tmp/selftest.ktap)
 diag "plan=$plan"
@@ -24,6 +25,7 @@ while IFS= read -r line; do
 done </tmp/selftest.ktap
 diag "forwarded=$KTAP_COUNT"
 check unload rmmod dma_local_selftest
+check released-at-unload pci_released 0000:00:02.0
 "#;
 
 /// Every contract the self-test module checks; a test that vanished from it fails here.
@@ -50,6 +52,7 @@ const CONTRACTS: &[&str] = &[
     "mapping_of_foreign_memory",
     "mapping_of_pages",
     "pool_blocks",
+    "enable_bus_master",
 ];
 
 #[test]

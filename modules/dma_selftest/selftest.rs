@@ -359,6 +359,8 @@ impl pci::Driver for SelfTest {
         let mut report = Report {
             results: KVec::new(),
         };
+        // Checked from outside too: bus master while bound, released after unbind.
+        report.run("enable_bus_master", || dma_local::enable_bus_master(pdev));
         run_all(pdev.as_ref(), &mut report);
         let failed = report.print();
         pr_info!(
