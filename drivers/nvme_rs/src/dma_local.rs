@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! This driver's private wrapper of the kernel's C DMA API.
+//! This driver's private wrapper of the kernel's C DMA API, and of the PCI bus mastering that lets
+//! a PCI device do DMA.
 //!
 //! Every driver of the project carries a byte-identical copy of this file; it is edited only in
 //! `template/src/dma_local.rs` and propagated with `scripts/sync-dma.sh`. It depends on nothing but
-//! the kernel crate's `bindings` and the one-line C wrappers in `dma_local_shim.c`; every C symbol
-//! and layout assumption it relies on is listed in `dma_local.api`.
+//! the kernel crate (its `bindings`, device, PCI and devres types) and the one-line C wrappers in
+//! `dma_local_shim.c`; every C symbol and layout assumption it relies on is listed in
+//! `dma_local.api`. The PCI part exists only in kernels with `CONFIG_PCI`.
 //!
 //! - [`Coherent`]: a typed coherent allocation with checked sizes and bounds and volatile access.
 //! - [`Streaming`]: a buffer mapped for streaming DMA in one [`Direction`], with syncs; [`Mapping`]
@@ -13,7 +15,8 @@
 //! - [`Pool`]: small coherent blocks from a `dma_pool` (descriptor lists).
 //! - [`set_mask`], [`set_coherent_mask`], [`set_mask_and_coherent`]; [`set_min_align_mask`] and
 //!   [`max_mapping_size`], the limits a bounce buffer (swiotlb) puts on streaming mappings.
-//! - [`enable_bus_master`]: a PCI device may do DMA from probe until unbind, and not after.
+//! - [`enable_bus_master`]: a PCI device is a bus master from probe, and no longer one once its
+//!   driver has unbound.
 //!
 //! Every object that can reach the DMA API borrows the device as `&'a Device<Bound>`. The kernel
 //! crate hands a driver that reference only for as long as the device is bound, so no DMA API call
@@ -28,13 +31,18 @@ use core::mem::{size_of, ManuallyDrop};
 use core::ptr::NonNull;
 
 use kernel::bindings;
-use kernel::device::{Bound, Core, Device};
+#[cfg(CONFIG_PCI)]
+use kernel::device::Core;
+use kernel::device::{Bound, Device};
+#[cfg(CONFIG_PCI)]
 use kernel::devres;
 use kernel::error::to_result;
 use kernel::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
+#[cfg(CONFIG_PCI)]
 use kernel::pci;
 use kernel::prelude::*;
 use kernel::str::CStr;
+#[cfg(CONFIG_PCI)]
 use kernel::sync::aref::ARef;
 use kernel::transmute::{AsBytes, FromBytes};
 
@@ -260,9 +268,10 @@ pub(crate) fn max_mapping_size(dev: &Device<Bound>) -> usize {
 /// space and bus mastering, and has devres disable it at unbind, or when the probe fails.
 ///
 /// The PCI core leaves a device enabled when its driver goes; a C driver calls `pci_disable_device`
-/// at the end of `remove`, which clears Bus Master Enable: from then on the device cannot reach
-/// memory, whatever the driver left it doing. devres does that here after the driver's data, and
-/// with it every DMA object of this module, is dropped.
+/// at the end of `remove`, which clears Bus Master Enable. devres does that here once the driver's
+/// data, and with it every DMA object of this module, is dropped: a backstop, so that the device
+/// cannot reach memory later. Stopping the device before its buffers go is still the driver's job.
+#[cfg(CONFIG_PCI)]
 pub(crate) fn enable_bus_master(pdev: &pci::Device<Core<'_>>) -> Result {
     pdev.enable_device_mem()?;
     pdev.set_master();
@@ -276,17 +285,21 @@ pub(crate) fn enable_bus_master(pdev: &pci::Device<Core<'_>>) -> Result {
 /// # Invariants
 ///
 /// [`enable_bus_master`] enabled the device for this value, which is its only maker.
+#[cfg(CONFIG_PCI)]
 struct DisableAtUnbind(ARef<pci::Device>);
 
+#[cfg(CONFIG_PCI)]
 impl Drop for DisableAtUnbind {
     fn drop(&mut self) {
-        // `pci::Device` is transparent over `Opaque<pci_dev>`, itself transparent over the C struct
-        // (layout assumptions `pci-device-transparent` and `opaque-transparent` in `dma_local.api`).
+        // `pci::Device` is transparent over `Opaque<pci_dev>`, itself transparent over the C
+        // struct (layout assumptions `pci-device-transparent`, `opaque-transparent` in
+        // `dma_local.api`).
         let pdev = core::ptr::from_ref::<pci::Device>(&self.0)
             .cast_mut()
-            .cast();
+            .cast::<bindings::pci_dev>();
         // SAFETY: The reference keeps the `pci_dev` alive, and it was enabled for this value (type
-        // invariant), which is dropped once.
+        // invariant), which is dropped once. `Opaque` lets C write to the struct behind a shared
+        // reference.
         unsafe { bindings::pci_disable_device(pdev) };
     }
 }
