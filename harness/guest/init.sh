@@ -71,9 +71,11 @@ pci_bus_master() {
 # pci_released ADDRESS: the PCI function at ADDRESS is as its driver must leave it at unbind:
 # disabled (enable count 0) and no bus master, so it cannot DMA.
 pci_released() {
-	[ "$(cat "/sys/bus/pci/devices/$1/enable")" = 0 ] || return 1
+	pci_enable=$(cat "/sys/bus/pci/devices/$1/enable")
 	pci_bus_master "$1"
-	[ $? = 1 ]
+	pci_master=$?
+	echo "$1: enable count ${pci_enable:-unreadable}, command register ${pci_command:-unreadable}"
+	[ "$pci_enable" = 0 ] && [ $pci_master = 1 ]
 }
 
 # Leaks from before the scenario (boot) are not the scenario's.
