@@ -65,6 +65,7 @@ wait_for() {
 pci_bus_master() {
 	pci_command=$(od -An -tu2 -j4 -N2 "/sys/bus/pci/devices/$1/config") || return 2
 	[ -n "$pci_command" ] || return 2
+	pci_command=$((pci_command))
 	[ $((pci_command & 4)) != 0 ]
 }
 
