@@ -151,6 +151,25 @@ check tell-peer-done sh -c 'echo done | netpipe send $PEER 5009'
 rs_pci=$(basename "$(readlink /sys/class/net/eth0/device)")
 check unload rmmod e1000_rs
 check released-at-unload pci_released $rs_pci
+
+# The NIC unplugged (QMP device_del) while it sends: the driver unbinds with traffic in flight, the
+# interface goes, and the module unloads. TCP would retry for minutes to a peer that no interface
+# reaches any more, so the sender has a time limit.
+check reload-for-unplug insmod /modules/e1000_rs.ko
+check interface-for-unplug wait_for 10 test -d /sys/class/net/eth0
+up $DUT $DUT6
+check ping-before-unplug wait_for 30 ping -c 1 -W 1 $PEER
+tx_before_unplug=$(stat tx_bytes)
+(dd if=/dev/zero bs=1M count=100000 2>/dev/null | timeout 30 netpipe send $PEER 5021) &
+sender=$!
+check sending-before-unplug wait_for 30 sh -c \
+    "test \$(cat /sys/class/net/eth0/statistics/tx_bytes) -gt $((tx_before_unplug + 4194304))"
+request unplug
+check nic-removed wait_for 60 sh -c "! test -e /sys/bus/pci/devices/$rs_pci"
+check interface-removed wait_for 10 sh -c '! test -e /sys/class/net/eth0'
+wait $sender
+ktap_result $((! $?)) transfer-cut-short
+check unload-after-unplug rmmod e1000_rs
 "#;
 
 /// The peer's part: C e1000, the other end of every check.
@@ -206,6 +225,8 @@ diag "peer_copy_sent_sha=$(sha256sum </tmp/out | cut -d' ' -f1)"
 check copy-tcp-send-16MiB sh -c 'netpipe send $DUT 5012 </tmp/out'
 
 check dut-finished sh -c 'timeout 800 netpipe recv 5009 | grep -q done'
+# The DUT's last transfer, cut short by the unplug.
+timeout 60 netpipe recv 5021 >/dev/null
 "#;
 
 #[test]
@@ -213,6 +234,7 @@ fn e1000_rs_against_the_c_e1000() {
     let outcome = scenario("e1000-rs", DUT_SCRIPT, PEER_SCRIPT)
         .on_request("dut", "link-down", |qmp| qmp.set_link("net0", false))
         .on_request("dut", "link-up", |qmp| qmp.set_link("net0", true))
+        .on_request("dut", "unplug", |qmp| qmp.device_del("nic0"))
         .run()
         .unwrap_or_else(|e| panic!("{e}"));
     let (dut, peer) = (outcome.vm("dut"), outcome.vm("peer"));
