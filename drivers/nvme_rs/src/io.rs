@@ -43,6 +43,20 @@ pub(crate) struct Namespace {
     pub(crate) lba_shift: u32,
 }
 
+impl Namespace {
+    /// The logical block `rq` starts at.
+    #[inline]
+    fn first_block(&self, rq: &Request<Pdu<'_>>) -> u64 {
+        rq.sector() >> (self.lba_shift - 9)
+    }
+
+    /// How many logical blocks `rq` covers.
+    #[inline]
+    fn block_count(&self, rq: &Request<Pdu<'_>>) -> u32 {
+        rq.bytes() >> self.lba_shift
+    }
+}
+
 /// An I/O submission and completion queue pair with its interrupt.
 ///
 /// # Invariants
@@ -564,11 +578,11 @@ fn set_block_range(
     ns: &Namespace,
     rq: &Request<Pdu<'_>>,
 ) -> Result<(), Status> {
-    let blocks = rq.bytes() >> ns.lba_shift;
+    let blocks = ns.block_count(rq);
     if blocks == 0 || blocks > 0x1_0000 {
         return Err(Status::IOERR);
     }
-    let slba = rq.sector() >> (ns.lba_shift - 9);
+    let slba = ns.first_block(rq);
     command.opcode = opcode;
     command.cdw10 = slba as u32;
     command.cdw11 = (slba >> 32) as u32;
@@ -584,7 +598,6 @@ fn prepare<'a>(
     pdu: &mut Pdu<'a>,
     command: &mut Command,
 ) -> Result<DataPointer, Status> {
-    let lba = |sector: u64| sector >> (ns.lba_shift - 9);
     Ok(match rq.op() {
         Op::Flush => {
             command.opcode = nvm::FLUSH;
@@ -595,7 +608,7 @@ fn prepare<'a>(
             DataPointer::None
         }
         Op::Discard => {
-            let blocks = rq.bytes() >> ns.lba_shift;
+            let blocks = ns.block_count(rq);
             let mut range = queue
                 .ctrl
                 .prp_pool
@@ -606,7 +619,7 @@ fn prepare<'a>(
             // context attributes (none) and length in logical blocks, then the starting LBA.
             range
                 .write(0, u64::from(blocks) << 32)
-                .and_then(|()| range.write(1, lba(rq.sector())))
+                .and_then(|()| range.write(1, ns.first_block(rq)))
                 .map_err(|_| Status::IOERR)?;
             command.opcode = nvm::DATASET_MANAGEMENT;
             command.prp1 = range.dma_handle();
