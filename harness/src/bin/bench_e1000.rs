@@ -9,7 +9,8 @@
 //! debugging off (`Vm::without_debug_checks`), as a benchmark should.
 //!
 //! Each round measures e1000_rs three ways (its default, `rx_copy=1`, `tx_copy=1 rx_copy=1`),
-//! each against the C driver in turns with it.
+//! each against the C driver in turns with it; with `--default-only`, only the default, so that the
+//! same time buys three times the rounds for the figures the driver is judged by.
 //!
 //! With `--instructions`, the DUT counts guest instructions instead (`Vm::count`, a QEMU plugin),
 //! and the figures are what each driver costs the DUT's CPUs: instructions per MiB sent and
@@ -18,7 +19,7 @@
 //! `--count blocks|atomics|mmio` counts the events that cost the emulator more than their
 //! instructions ([`Counted`]).
 //!
-//! Run through `scripts/bench-e1000.sh [--instructions | --count KIND] [ROUNDS]`.
+//! Run through `scripts/bench-e1000.sh [--instructions | --count KIND] [--default-only] [ROUNDS]`.
 
 use harness::{stats::Paired, Counted, Scenario, SocketLink, Vm};
 
@@ -30,8 +31,11 @@ const TURNS: u32 = 4;
 /// vCPUs per VM.
 const CPUS: u32 = 1;
 
-/// The e1000_rs variants measured, as `(name, module parameters, title)`.
-const VARIANTS: [(&str, &str, &str); 3] = [
+/// An e1000_rs configuration: name, module parameters, title.
+type Variant = (&'static str, &'static str, &'static str);
+
+/// The e1000_rs configurations measured, the default first.
+const VARIANTS: [Variant; 3] = [
     (
         "rs",
         "",
@@ -60,8 +64,8 @@ iface_of() { ls "/sys/bus/pci/devices/$1/net" 2>/dev/null | head -n 1 | grep .; 
 up() { dev=$(iface_of "$1") && ip link set "$dev" up && ip addr add "$2/24" dev "$dev"; }
 "#;
 
-fn dut_script(rounds: u32, turns: u32, count: bool) -> String {
-    let variants: String = VARIANTS
+fn dut_script(variants: &[Variant], rounds: u32, turns: u32, count: bool) -> String {
+    let variants: String = variants
         .iter()
         .map(|(name, params, _)| format!("{name}:{} ", params.replace(' ', ",")))
         .collect();
@@ -140,8 +144,8 @@ check benchmark-done $all_up
     )
 }
 
-fn peer_script(rounds: u32, turns: u32) -> String {
-    let per_link = rounds * VARIANTS.len() as u32 * turns;
+fn peer_script(variants: usize, rounds: u32, turns: u32) -> String {
+    let per_link = rounds * variants as u32 * turns;
     format!(
         r#"{NICS}
 dd if=/dev/urandom of=/tmp/data bs=1M count={chunk} 2>/dev/null
@@ -196,6 +200,11 @@ fn main() {
         std::process::exit(2);
     });
     let count = counted.is_some();
+    let variants = if args.next_if(|a| a == "--default-only").is_some() {
+        &VARIANTS[..1]
+    } else {
+        &VARIANTS[..]
+    };
     let rounds: u32 = args
         .next()
         .and_then(|a| a.parse().ok())
@@ -214,7 +223,7 @@ fn main() {
         .nic("e1000", links[0].end_a())
         .nic("e1000", links[1].end_a())
         .without_debug_checks()
-        .script(&dut_script(rounds, turns, count))
+        .script(&dut_script(variants, rounds, turns, count))
         .timeout(std::time::Duration::from_secs(1800));
     if let Some(what) = counted {
         dut = dut.count(what);
@@ -227,7 +236,7 @@ fn main() {
         .nic("e1000", links[0].end_b())
         .nic("e1000", links[1].end_b())
         .without_debug_checks()
-        .script(&peer_script(rounds, turns))
+        .script(&peer_script(variants.len(), rounds, turns))
         .timeout(std::time::Duration::from_secs(1800));
     println!(
         "e1000 benchmark: {rounds} rounds, {MIB} MiB each way and {PINGS} pings per round and \
@@ -267,9 +276,9 @@ fn main() {
         }
     };
     // Figures per Rust variant: TX, RX, RTT, each paired with the C driver's in the same turns.
-    let mut figures: [[Paired; 3]; 3] = Default::default();
+    let mut figures: Vec<[Paired; 3]> = variants.iter().map(|_| Default::default()).collect();
     for round in 0..rounds {
-        for (variant, (name, _, _)) in VARIANTS.iter().enumerate() {
+        for (variant, (name, _, _)) in variants.iter().enumerate() {
             // One driver's figures over its turns of this round and variant.
             let measured = |who: &str| -> Option<[f64; 3]> {
                 let mut sent = Vec::new();
@@ -331,7 +340,7 @@ fn main() {
             "ping RTT (ms, lower is better)".to_string(),
         ],
     };
-    for (variant, (_, _, title)) in VARIANTS.iter().enumerate() {
+    for (variant, (_, _, title)) in variants.iter().enumerate() {
         println!();
         println!("{title}");
         println!("{}", Paired::header("C e1000", "e1000_rs"));
