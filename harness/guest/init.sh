@@ -79,6 +79,59 @@ pci_released() {
 	[ "$pci_enable" = 0 ] && [ $pci_master = 1 ]
 }
 
+# fail_nth_setup: makes every slab and page allocation count for fail-nth (the kernel's
+# fault-injection, Documentation/fault-injection), also those that may sleep and single pages, and
+# has an injected failure noted in the log without a stack trace.
+fail_nth_setup() {
+	for fail_attr in failslab fail_page_alloc; do
+		echo N >"/sys/kernel/debug/$fail_attr/ignore-gfp-wait" &&
+			echo 1 >"/sys/kernel/debug/$fail_attr/verbose" || return 1
+	done
+	echo 0 >/sys/kernel/debug/fail_page_alloc/min-order
+}
+
+# failing_nth_allocation N COMMAND...: runs COMMAND, a builtin or function so that it runs in this
+# task, in a subshell whose N-th allocation fails. Prints "reached" when COMMAND got that far and
+# "unreached" when it made fewer allocations; returns COMMAND's status.
+failing_nth_allocation() (
+	echo "$1" >/proc/self/fail-nth || exit 125
+	shift
+	"$@"
+	fail_rc=$?
+	# Left positive when no allocation was failed. Opening the file may take the failure itself,
+	# which counts as reached: the next N goes further.
+	fail_left=0
+	read -r fail_left </proc/self/fail-nth 2>/dev/null
+	echo 0 >/proc/self/fail-nth 2>/dev/null
+	if [ "${fail_left:-0}" -gt 0 ]; then echo unreached; else echo reached; fi
+	exit $fail_rc
+)
+
+# fault_sweep NAME STEP ATTEMPT CHECK: runs ATTEMPT (a function) with its first allocation failing,
+# then its (1 + STEP)-th, and so on until it makes fewer allocations than the one set to fail (at
+# most 5000 attempts). After each attempt, CHECK (a function, given the attempt's status) must
+# succeed: it tests what the attempt left and undoes a success. Reports test NAME: every CHECK
+# passed, some attempt failed (the injection took effect), and the sweep reached ATTEMPT's end
+# with an attempt that no injected failure touched, which must succeed.
+fault_sweep() {
+	sweep_n=1 sweep_attempts=0 sweep_failed=0 sweep_bad=
+	sweep_reached=reached
+	while [ "$sweep_reached" = reached ] && [ $sweep_attempts -lt 5000 ]; do
+		sweep_reached=$(failing_nth_allocation $sweep_n "$3" 2>/dev/null)
+		sweep_rc=$?
+		[ $sweep_rc = 0 ] || sweep_failed=$((sweep_failed + 1))
+		"$4" $sweep_rc || sweep_bad="$sweep_bad $sweep_n"
+		sweep_attempts=$((sweep_attempts + 1))
+		sweep_n=$((sweep_n + $2))
+	done
+	diag "$1: $sweep_attempts attempts (allocation 1 to $((sweep_n - $2)) failing, step $2)," \
+		"$sweep_failed failed, checks failed after allocation:${sweep_bad:- none};" \
+		"the last, with no failure injected: status $sweep_rc"
+	[ "$sweep_reached" = unreached ] && [ $sweep_rc = 0 ] && [ -z "$sweep_bad" ] &&
+		[ $sweep_failed -gt 0 ]
+	ktap_result $? "$1"
+}
+
 # Leaks from before the scenario (boot) are not the scenario's.
 [ -e /sys/kernel/debug/kmemleak ] && echo clear >/sys/kernel/debug/kmemleak
 

@@ -36,9 +36,30 @@ const BENIGN: &[&str] = &[
     "DMA-API: debugging disabled on kernel command line",
 ];
 
+/// A kernel warning that a scenario knows to come from Linux itself rather than from what it
+/// tests: a `WARNING:` line containing `at`, excused only when the report's call trace passes
+/// through the function `through`. See `Vm::known_kernel_warning`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KnownWarning {
+    /// Part of the `WARNING:` line, e.g. `at remove_proc_entry`.
+    pub at: String,
+    /// A function in the report's call trace.
+    pub through: String,
+}
+
+/// How far after its `WARNING:` line a report's call trace is looked for.
+const REPORT_LINES: usize = 80;
+
 /// Every problem report in `log`, in order.
 pub fn problems(log: &str) -> Vec<Problem> {
-    log.lines()
+    problems_except(log, &[])
+}
+
+/// Every problem report in `log`, in order, but for the `known` warnings.
+pub fn problems_except(log: &str, known: &[KnownWarning]) -> Vec<Problem> {
+    let lines: Vec<&str> = log.lines().collect();
+    lines
+        .iter()
         .enumerate()
         .filter(|(_, line)| !BENIGN.iter().any(|b| line.contains(b)))
         .filter_map(|(i, line)| {
@@ -51,7 +72,24 @@ pub fn problems(log: &str) -> Vec<Problem> {
                     text: line.trim_end().to_string(),
                 })
         })
+        .filter(|p| !(p.kind == "WARNING" && is_known(&lines[p.line..], &p.text, known)))
         .collect()
+}
+
+/// Whether the warning `line`, followed in the log by `after`, is one of the `known`.
+fn is_known(after: &[&str], line: &str, known: &[KnownWarning]) -> bool {
+    let report = after
+        .iter()
+        .take(REPORT_LINES)
+        .take_while(|l| !l.contains("---[ end trace"));
+    let trace: Vec<&str> = report.copied().collect();
+    known.iter().any(|k| {
+        line.contains(&k.at)
+            && trace.iter().any(|l| {
+                l.split_whitespace()
+                    .any(|w| w.starts_with(&format!("{}+", k.through)))
+            })
+    })
 }
 
 #[cfg(test)]
@@ -68,6 +106,30 @@ mod tests {
             ["WARNING", "DMA-API", "kmemleak", "receive checksum"]
         );
         assert_eq!(found[0].line, 2);
+    }
+
+    #[test]
+    fn a_known_warning_is_excused_only_through_its_caller() {
+        let report = |via: &str| {
+            format!(
+                "[1.0] ------------[ cut here ]------------\n\
+                 [1.0] WARNING: fs/proc/generic.c:742 at remove_proc_entry+0x9e/0x111, CPU#1\n\
+                 [1.0] Call Trace:\n[1.0]  <TASK>\n[1.0]  {via}+0x60/0xee\n\
+                 [1.0]  free_desc+0x1c/0xc3\n[1.0] ---[ end trace 0000000000000000 ]---\n\
+                 [2.0]  unregister_irq_proc+0x60/0xee\n"
+            )
+        };
+        let known = [KnownWarning {
+            at: "at remove_proc_entry".to_string(),
+            through: "unregister_irq_proc".to_string(),
+        }];
+        assert!(problems_except(&report("unregister_irq_proc"), &known).is_empty());
+        // Another caller, or the function named only after the report ended, is not excused.
+        assert_eq!(
+            problems_except(&report("my_driver_remove"), &known).len(),
+            1
+        );
+        assert_eq!(problems(&report("unregister_irq_proc")).len(), 1);
     }
 
     #[test]

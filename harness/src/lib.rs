@@ -32,7 +32,7 @@ mod template;
 pub use env::Env;
 pub use guest_tools::guest_tool;
 pub use kbuild::build_module;
-pub use kernel_log::{problems, Problem};
+pub use kernel_log::{problems, problems_except, KnownWarning, Problem};
 pub use ktap::{Ktap, TestResult};
 pub use qemu::{Counted, Drive, Machine, NetBackend, Nic, Vm};
 pub use qmp::Qmp;

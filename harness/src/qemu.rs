@@ -81,6 +81,7 @@ pub struct Vm {
     pub(crate) nvme: Vec<Vec<Drive>>,
     pub(crate) timeout: Duration,
     pub(crate) debug_checks: bool,
+    pub(crate) known_warnings: Vec<crate::KnownWarning>,
     pub(crate) counted: Option<Counted>,
 }
 
@@ -159,6 +160,7 @@ impl Vm {
             nvme: Vec::new(),
             timeout: Duration::from_secs(180),
             debug_checks: true,
+            known_warnings: Vec::new(),
             counted: None,
         }
     }
@@ -186,6 +188,17 @@ impl Vm {
     /// the depth of the caller's stack; tests keep them on.
     pub fn without_debug_checks(mut self) -> Vm {
         self.debug_checks = false;
+        self
+    }
+
+    /// Excuses a kernel warning that Linux itself gives in this scenario, not the code under test:
+    /// a `WARNING:` line containing `at` whose call trace passes through the function `through`.
+    /// Every other warning still fails the scenario. The caller says why at the call.
+    pub fn known_kernel_warning(mut self, at: &str, through: &str) -> Vm {
+        self.known_warnings.push(crate::KnownWarning {
+            at: at.to_string(),
+            through: through.to_string(),
+        });
         self
     }
 
