@@ -202,6 +202,15 @@ impl Vm {
         self
     }
 
+    /// For a VM whose script fails allocations on purpose (`fault_sweep`): excuses the one warning
+    /// Linux itself gives for it. The IRQ core creates an interrupt's `/proc/irq/N/*` entries on a
+    /// best-effort basis and removes all of them unconditionally, so a failure injected while a
+    /// driver requests an MSI or MSI-X vector warns from `unregister_irq_proc` when it is freed
+    /// (`kernel/irq/proc.c`, for any driver).
+    pub fn injects_faults(self) -> Vm {
+        self.known_kernel_warning("at remove_proc_entry", "unregister_irq_proc")
+    }
+
     /// Counts `what` (guest instructions, or one of the costly kinds of event) executed between the
     /// guest's `mark` commands (a QEMU plugin, `harness/qemu-plugins/counter.c`): see
     /// [`crate::VmOutcome::count_marks`].

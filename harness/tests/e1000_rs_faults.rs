@@ -70,6 +70,7 @@ fn e1000_rs_fails_cleanly_at_each_allocation() {
             .module("drivers/e1000_rs")
             .kernel_module("drivers/net/ethernet/intel/e1000/e1000.ko")
             .bios_irq_routing()
+            .injects_faults()
             .tool("rawframes")
             .nic("e1000", NetBackend::Hub(0))
             .nic("e1000", NetBackend::Hub(0))

@@ -58,10 +58,7 @@ fn nvme_rs_fails_cleanly_at_allocations() {
         // its reference counts (ACPICA's error path; a later pci_disable_device faulted in
         // acpi_ut_update_object_reference); the BIOS's routing table keeps ACPI out of it.
         .bios_irq_routing()
-        // Linux creates an interrupt's /proc/irq/N entries on a best-effort basis and removes
-        // all of them unconditionally, so an injected failure while a vector is requested warns
-        // when it is freed (kernel/irq/proc.c, for any driver).
-        .known_kernel_warning("at remove_proc_entry", "unregister_irq_proc")
+        .injects_faults()
         .script(&format!("{BIND_ALTERNATELY}FAULT_STEP={step}\n{SCRIPT}"))
         .timeout(std::time::Duration::from_secs(3600));
     Scenario::new("nvme-rs-faults")
