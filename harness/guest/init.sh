@@ -132,6 +132,27 @@ fault_sweep() {
 	ktap_result $? "$1"
 }
 
+# probe_sweep NAME STEP DRIVER ADDRESS PRESENT: a fault_sweep of binding DRIVER to the unbound PCI
+# function at ADDRESS. After each attempt the function is either bound, with what PRESENT (a
+# command, given ADDRESS) finds, and is unbound again, or unbound without it; and released.
+probe_sweep() {
+	probe_driver=$3 probe_pci=$4 probe_present=$5
+	fault_sweep "$1" "$2" probe_bind probe_left
+}
+probe_bind() { echo "$probe_pci" >"/sys/bus/pci/drivers/$probe_driver/bind"; }
+probe_left() {
+	if [ -e "/sys/bus/pci/devices/$probe_pci/driver" ]; then
+		[ "$1" = 0 ] && $probe_present "$probe_pci" >/dev/null &&
+			echo "$probe_pci" >"/sys/bus/pci/drivers/$probe_driver/unbind" || return 1
+	else
+		[ "$1" != 0 ] && ! $probe_present "$probe_pci" >/dev/null || return 1
+	fi
+	pci_released "$probe_pci" >/dev/null
+}
+
+# pci_bound ADDRESS: the PCI function at ADDRESS has a driver.
+pci_bound() { [ -e "/sys/bus/pci/devices/$1/driver" ]; }
+
 # Leaks from before the scenario (boot) are not the scenario's.
 [ -e /sys/kernel/debug/kmemleak ] && echo clear >/sys/kernel/debug/kmemleak
 

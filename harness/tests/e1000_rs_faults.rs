@@ -21,20 +21,10 @@ check interface wait_for 10 iface_of $rs_pci
 check unbind sh -c "echo $rs_pci >/sys/bus/pci/drivers/e1000_rs/unbind"
 check fault-injection-ready fail_nth_setup
 
-bind_rs() { echo $rs_pci >/sys/bus/pci/drivers/e1000_rs/bind; }
-# After a probe: bound with an interface (then unbound again), or unbound with none; and released.
-probe_left() {
-    if [ -e /sys/bus/pci/devices/$rs_pci/driver ]; then
-        [ $1 = 0 ] && iface_of $rs_pci >/dev/null &&
-            echo $rs_pci >/sys/bus/pci/drivers/e1000_rs/unbind || return 1
-    else
-        [ $1 != 0 ] && ! iface_of $rs_pci >/dev/null || return 1
-    fi
-    pci_released $rs_pci >/dev/null
-}
-fault_sweep probe-fails-cleanly-at-each-allocation 1 bind_rs probe_left
+# After each probe: bound with an interface, or unbound with none; released.
+probe_sweep probe-fails-cleanly-at-each-allocation 1 e1000_rs $rs_pci iface_of
 
-check bind bind_rs
+check bind sh -c "echo $rs_pci >/sys/bus/pci/drivers/e1000_rs/bind"
 rs_if=$(iface_of $rs_pci)
 up_flags=$(printf '0x%x' $(( $(cat /sys/class/net/$rs_if/flags) | 1 )))
 # Through sysfs, so that the open runs in this shell's task (ip would be a process of its own).

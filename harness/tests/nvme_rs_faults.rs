@@ -22,21 +22,11 @@ check disk wait_for 20 disk_of $RS_PCI
 check unbind sh -c "echo $RS_PCI >/sys/bus/pci/drivers/nvme_rs/unbind"
 check fault-injection-ready fail_nth_setup
 
-bind_rs() { echo $RS_PCI >/sys/bus/pci/drivers/nvme_rs/bind; }
-# After a probe: bound with its disk (then unbound again), or unbound with none; and released.
-probe_left() {
-    if [ -e /sys/bus/pci/devices/$RS_PCI/driver ]; then
-        [ $1 = 0 ] && disk_of $RS_PCI >/dev/null &&
-            echo $RS_PCI >/sys/bus/pci/drivers/nvme_rs/unbind || return 1
-    else
-        [ $1 != 0 ] && ! disk_of $RS_PCI >/dev/null || return 1
-    fi
-    pci_released $RS_PCI >/dev/null
-}
-fault_sweep probe-fails-cleanly-at-allocations $FAULT_STEP bind_rs probe_left
+# After each probe: bound with its disk, or unbound with none; released.
+probe_sweep probe-fails-cleanly-at-allocations $FAULT_STEP nvme_rs $RS_PCI disk_of
 
 # Nothing lost: the controller binds, and its disk reads back what was written.
-check bind bind_rs
+check bind sh -c "echo $RS_PCI >/sys/bus/pci/drivers/nvme_rs/bind"
 check disk-again wait_for 20 disk_of $RS_PCI
 disk=/dev/$(disk_of $RS_PCI)
 check pattern-write blkio fill $disk 0xfa17 16
