@@ -313,8 +313,19 @@ impl E1000<'_> {
         // Measured with `scripts/bench-e1000.sh --instructions`: mapping socket buffers costs the
         // guest fewer instructions than copying in either direction, with throughput level (see
         // the README).
-        let tx = TxRing::new(dev, crate::module_parameters::tx_copy.value())?;
-        let rx = RxRing::new(dev, crate::module_parameters::rx_copy.value())?;
+        let (tx_copy, rx_copy) = (
+            crate::module_parameters::tx_copy.value(),
+            crate::module_parameters::rx_copy.value(),
+        );
+        let rings =
+            || -> Result<_> { Ok((TxRing::new(dev, tx_copy)?, RxRing::new(dev, rx_copy)?)) };
+        let (tx, rx) = rings().inspect_err(|e| {
+            dev_err!(
+                self.pdev,
+                "cannot allocate the rings: error {}\n",
+                e.to_errno()
+            );
+        })?;
         let (tx_base, tx_len) = tx.base();
         let (rx_base, rx_len) = rx.base();
         let bar = &self.bar;
