@@ -80,23 +80,25 @@ pci_released() {
 }
 
 # fail_nth_setup: makes every slab and page allocation count for fail-nth (the kernel's
-# fault-injection, Documentation/fault-injection), also those that may sleep and single pages, and
-# has an injected failure noted in the log without a stack trace.
+# fault-injection, Documentation/fault-injection), also those that may sleep, single pages and
+# highmem ones, and has an injected failure noted in the log without a stack trace.
 fail_nth_setup() {
 	for fail_attr in failslab fail_page_alloc; do
 		echo N >"/sys/kernel/debug/$fail_attr/ignore-gfp-wait" &&
 			echo 1 >"/sys/kernel/debug/$fail_attr/verbose" || return 1
 	done
-	echo 0 >/sys/kernel/debug/fail_page_alloc/min-order
+	echo N >/sys/kernel/debug/fail_page_alloc/ignore-gfp-highmem &&
+		echo 0 >/sys/kernel/debug/fail_page_alloc/min-order
 }
 
 # failing_nth_allocation N COMMAND...: runs COMMAND, a builtin or function so that it runs in this
-# task, in a subshell whose N-th allocation fails. Prints "reached" when COMMAND got that far and
-# "unreached" when it made fewer allocations; returns COMMAND's status.
+# task, in a subshell whose N-th allocation fails (a fork starts with none set), its output
+# discarded. Prints "reached" when COMMAND got that far and "unreached" when it made fewer
+# allocations; returns COMMAND's status.
 failing_nth_allocation() (
 	echo "$1" >/proc/self/fail-nth || exit 125
 	shift
-	"$@"
+	"$@" >/dev/null
 	fail_rc=$?
 	# Left positive when no allocation was failed. Opening the file may take the failure itself,
 	# which counts as reached: the next N goes further.
@@ -107,13 +109,17 @@ failing_nth_allocation() (
 	exit $fail_rc
 )
 
-# fault_sweep NAME STEP ATTEMPT CHECK: runs ATTEMPT (a function) with its first allocation failing,
-# then its (1 + STEP)-th, and so on until it makes fewer allocations than the one set to fail (at
-# most 5000 attempts). After each attempt, CHECK (a function, given the attempt's status) must
-# succeed: it tests what the attempt left and undoes a success. Reports test NAME: every CHECK
-# passed, some attempt failed (the injection took effect), and the sweep reached ATTEMPT's end
-# with an attempt that no injected failure touched, which must succeed.
+# fault_sweep NAME STEP ATTEMPT CHECK EVIDENCE: runs ATTEMPT (a function) with its first allocation
+# failing, then its (1 + STEP)-th, and so on until it makes fewer allocations than the one set to
+# fail (at most 5000 attempts). After each attempt, CHECK (a function, given the attempt's status)
+# must succeed: it tests what the attempt left and undoes a success. Reports test NAME: every
+# CHECK passed; the kernel log gained lines with EVIDENCE, what the code under test says when it
+# fails (the first allocations are the shell's own, opening a file, so failed attempts alone prove
+# nothing); and the sweep reached ATTEMPT's end with an attempt that no injected failure touched,
+# which must succeed.
 fault_sweep() {
+	fail_nth_setup || { ktap_result 1 "$1" "fault injection not available"; return; }
+	sweep_evidence=$(dmesg | grep -c "$5")
 	sweep_n=1 sweep_attempts=0 sweep_failed=0 sweep_bad=
 	sweep_reached=reached
 	while [ "$sweep_reached" = reached ] && [ $sweep_attempts -lt 5000 ]; do
@@ -124,30 +130,39 @@ fault_sweep() {
 		sweep_attempts=$((sweep_attempts + 1))
 		sweep_n=$((sweep_n + $2))
 	done
+	sweep_evidence=$(($(dmesg | grep -c "$5") - sweep_evidence))
+	if [ "$sweep_reached" = unreached ]; then
+		sweep_end="the last, with no failure injected: status $sweep_rc"
+	else
+		sweep_end="stopped at 5000 attempts"
+	fi
 	diag "$1: $sweep_attempts attempts (allocation 1 to $((sweep_n - $2)) failing, step $2)," \
-		"$sweep_failed failed, checks failed after allocation:${sweep_bad:- none};" \
-		"the last, with no failure injected: status $sweep_rc"
+		"$sweep_failed failed, $sweep_evidence logged '$5'," \
+		"checks failed after allocation:${sweep_bad:- none}; $sweep_end"
 	[ "$sweep_reached" = unreached ] && [ $sweep_rc = 0 ] && [ -z "$sweep_bad" ] &&
-		[ $sweep_failed -gt 0 ]
+		[ $sweep_evidence -gt 0 ]
 	ktap_result $? "$1"
 }
 
 # probe_sweep NAME STEP DRIVER ADDRESS PRESENT: a fault_sweep of binding DRIVER to the unbound PCI
-# function at ADDRESS. After each attempt the function is either bound, with what PRESENT (a
-# command, given ADDRESS) finds, and is unbound again, or unbound without it; and released.
+# function at ADDRESS, with the driver core's report of a failed probe as evidence. After each
+# attempt the function is either bound, with what PRESENT (a command, given ADDRESS) finds, and is
+# unbound again, or unbound without it; and released.
 probe_sweep() {
-	probe_driver=$3 probe_pci=$4 probe_present=$5
-	fault_sweep "$1" "$2" probe_bind probe_left
+	probe_sweep_driver=$3 probe_sweep_pci=$4 probe_sweep_present=$5
+	fault_sweep "$1" "$2" probe_sweep_bind probe_sweep_left \
+		"$4: probe with driver $3 failed with error"
 }
-probe_bind() { echo "$probe_pci" >"/sys/bus/pci/drivers/$probe_driver/bind"; }
-probe_left() {
-	if [ -e "/sys/bus/pci/devices/$probe_pci/driver" ]; then
-		[ "$1" = 0 ] && $probe_present "$probe_pci" >/dev/null &&
-			echo "$probe_pci" >"/sys/bus/pci/drivers/$probe_driver/unbind" || return 1
+probe_sweep_bind() { echo "$probe_sweep_pci" >"/sys/bus/pci/drivers/$probe_sweep_driver/bind"; }
+probe_sweep_left() {
+	if [ -e "/sys/bus/pci/devices/$probe_sweep_pci/driver" ]; then
+		[ "$1" = 0 ] && $probe_sweep_present "$probe_sweep_pci" >/dev/null &&
+			echo "$probe_sweep_pci" >"/sys/bus/pci/drivers/$probe_sweep_driver/unbind" ||
+			return 1
 	else
-		[ "$1" != 0 ] && ! $probe_present "$probe_pci" >/dev/null || return 1
+		[ "$1" != 0 ] && ! $probe_sweep_present "$probe_sweep_pci" >/dev/null || return 1
 	fi
-	pci_released "$probe_pci" >/dev/null
+	pci_released "$probe_sweep_pci" >/dev/null
 }
 
 # pci_bound ADDRESS: the PCI function at ADDRESS has a driver.

@@ -11,12 +11,15 @@ pub struct Problem {
     pub text: String,
 }
 
+/// The kind of a `WARNING:` report, the one kind that a scenario may excuse.
+const WARNING: &str = "WARNING";
+
 /// Markers of reports that fail any scenario, with the kind each one stands for.
 const MARKERS: &[(&str, &str)] = &[
     ("Oops", "Oops:"),
     ("BUG", "BUG:"),
     ("BUG", "kernel BUG at"),
-    ("WARNING", "WARNING:"),
+    (WARNING, "WARNING:"),
     ("DMA-API", "DMA-API:"),
     ("kmemleak", "kmemleak: unreferenced object"),
     ("panic", "Kernel panic"),
@@ -72,23 +75,24 @@ pub fn problems_except(log: &str, known: &[KnownWarning]) -> Vec<Problem> {
                     text: line.trim_end().to_string(),
                 })
         })
-        .filter(|p| !(p.kind == "WARNING" && is_known(&lines[p.line..], &p.text, known)))
+        // `line` is 1-based: the slice starts after the warning's own line.
+        .filter(|p| !(p.kind == WARNING && is_known(&lines[p.line..], &p.text, known)))
         .collect()
 }
 
-/// Whether the warning `line`, followed in the log by `after`, is one of the `known`.
+/// Whether the warning `line`, followed in the log by `after`, is one of the `known`: its report
+/// (up to the end of its trace) has a reliable frame (not one marked `?`) in `through`.
 fn is_known(after: &[&str], line: &str, known: &[KnownWarning]) -> bool {
-    let report = after
+    let frames: Vec<&str> = after
         .iter()
         .take(REPORT_LINES)
-        .take_while(|l| !l.contains("---[ end trace"));
-    let trace: Vec<&str> = report.copied().collect();
+        .take_while(|l| !l.contains("---[ end trace"))
+        .filter_map(|l| l.split_once("] ").map(|(_, rest)| rest.trim_start()))
+        .filter_map(|rest| rest.split_whitespace().next())
+        .collect();
     known.iter().any(|k| {
-        line.contains(&k.at)
-            && trace.iter().any(|l| {
-                l.split_whitespace()
-                    .any(|w| w.starts_with(&format!("{}+", k.through)))
-            })
+        let frame = format!("{}+", k.through);
+        line.contains(&k.at) && frames.iter().any(|f| f.starts_with(&frame))
     })
 }
 
@@ -120,11 +124,16 @@ mod tests {
             )
         };
         let known = [KnownWarning {
-            at: "at remove_proc_entry".to_string(),
+            at: "fs/proc/generic.c:742 at remove_proc_entry".to_string(),
             through: "unregister_irq_proc".to_string(),
         }];
         assert!(problems_except(&report("unregister_irq_proc"), &known).is_empty());
-        // Another caller, or the function named only after the report ended, is not excused.
+        // Another caller, an unreliable frame, or the function named only after the report ended,
+        // is not excused.
+        assert_eq!(
+            problems_except(&report("? unregister_irq_proc"), &known).len(),
+            1
+        );
         assert_eq!(
             problems_except(&report("my_driver_remove"), &known).len(),
             1

@@ -202,13 +202,17 @@ impl Vm {
         self
     }
 
-    /// For a VM whose script fails allocations on purpose (`fault_sweep`): excuses the one warning
-    /// Linux itself gives for it. The IRQ core creates an interrupt's `/proc/irq/N/*` entries on a
-    /// best-effort basis and removes all of them unconditionally, so a failure injected while a
-    /// driver requests an MSI or MSI-X vector warns from `unregister_irq_proc` when it is freed
-    /// (`kernel/irq/proc.c`, for any driver).
-    pub fn injects_faults(self) -> Vm {
-        self.known_kernel_warning("at remove_proc_entry", "unregister_irq_proc")
+    /// Excuses, for a VM whose script fails allocations on purpose (`fault_sweep`), the one warning
+    /// Linux itself then gives to drivers with MSI or MSI-X vectors; it sets nothing up. The IRQ
+    /// core creates an interrupt's `/proc/irq/N/*` entries on a best-effort basis and removes all
+    /// of them unconditionally, so a failure injected while a driver requests a vector warns
+    /// ("name '…'", `fs/proc/generic.c:742` in 7.3) from `unregister_irq_proc` when it is freed.
+    /// The other warning of `remove_proc_entry`, a directory removed while not empty, stays one.
+    pub fn excuses_irq_proc_warning(self) -> Vm {
+        self.known_kernel_warning(
+            "fs/proc/generic.c:742 at remove_proc_entry",
+            "unregister_irq_proc",
+        )
     }
 
     /// Counts `what` (guest instructions, or one of the costly kinds of event) executed between the
