@@ -16,6 +16,7 @@
 //! outcome.vm("guest").assert_passed("load");
 //! ```
 
+mod bench_args;
 mod env;
 mod guest_tools;
 mod initramfs;
@@ -29,6 +30,7 @@ mod scenario;
 pub mod stats;
 mod template;
 
+pub use bench_args::BenchArgs;
 pub use env::Env;
 pub use guest_tools::guest_tool;
 pub use kbuild::build_module;

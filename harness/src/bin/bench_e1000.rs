@@ -17,11 +17,11 @@
 //! received and per ping, exact where the timings move by tens of percent between rounds. The
 //! drivers then take one turn each per round: the counts need no interleaving.
 //! `--count blocks|atomics|mmio` counts the events that cost the emulator more than their
-//! instructions ([`Counted`]).
+//! instructions ([`harness::Counted`]).
 //!
 //! Run through `scripts/bench-e1000.sh [--instructions | --count KIND] [--default-only] [ROUNDS]`.
 
-use harness::{stats::Paired, Counted, Scenario, SocketLink, Vm};
+use harness::{stats::Paired, BenchArgs, Scenario, SocketLink, Vm};
 
 /// MiB each way per round and driver, and pings per round and driver, split over the turns.
 const MIB: u32 = 32;
@@ -193,41 +193,24 @@ fn mbps(transfers: &[(f64, f64)]) -> f64 {
     bytes / seconds / 1e6
 }
 
-/// The command line, its options in any order: what to count, whether only the default
-/// configuration, and how many rounds.
-fn parse_args() -> Result<(Option<Counted>, bool, Option<u32>), String> {
-    let mut args = std::env::args().skip(1).peekable();
-    let (mut counted, mut default_only, mut rounds) = (None, false, None);
-    while args.peek().is_some() {
-        if args.next_if(|a| a == "--default-only").is_some() {
-            default_only = true;
-        } else if let Some(what) = Counted::from_args(&mut args)? {
-            counted = Some(what);
-        } else {
-            let arg = args.next().unwrap_or_default();
-            match arg.parse::<u32>() {
-                Ok(n) if n > 0 && rounds.is_none() => rounds = Some(n),
-                _ => return Err(format!("{arg:?}: not an option or a number of rounds")),
-            }
-        }
-    }
-    Ok((counted, default_only, rounds))
-}
-
 fn main() {
-    let (counted, default_only, rounds) = parse_args().unwrap_or_else(|e| {
-        eprintln!(
-            "{e}\nusage: bench-e1000.sh [--instructions | --count KIND] [--default-only] [ROUNDS]"
-        );
-        std::process::exit(2);
-    });
+    let args = BenchArgs::from_env(
+        "bench-e1000.sh [--instructions | --count KIND] [--default-only] [ROUNDS]",
+        &["--default-only"],
+        1,
+    );
+    let counted = args.counted;
     let count = counted.is_some();
-    let variants = if default_only {
+    let variants = if args.has("--default-only") {
         &VARIANTS[..1]
     } else {
         &VARIANTS[..]
     };
-    let rounds = rounds.unwrap_or(if count { 2 } else { 7 });
+    let rounds = args
+        .numbers
+        .first()
+        .copied()
+        .unwrap_or(if count { 2 } else { 7 });
     let turns = if count { 1 } else { TURNS };
     let links = [
         SocketLink::new().expect("free ports"),

@@ -19,14 +19,14 @@
 //! the figures are instructions per I/O: what each driver costs the guest's CPUs, exact where the
 //! timings move by tens of percent from round to round. The counter slows the VM down, so
 //! throughput is not reported then. `--count blocks|atomics|mmio` counts, per I/O, the events that
-//! cost the emulator more than their instructions ([`Counted`]).
+//! cost the emulator more than their instructions ([`harness::Counted`]).
 //!
 //! Run through `scripts/bench-nvme.sh [--instructions | --count KIND] [ROUNDS] [SECONDS]`.
 
 use harness::{
     nvme::{self, BIND_ALTERNATELY},
     stats::Paired,
-    Counted, Drive, Scenario,
+    BenchArgs, Drive, Scenario,
 };
 
 const MIB: u64 = 1024 * 1024;
@@ -167,17 +167,19 @@ check benchmark-done true
 }
 
 fn main() {
-    let mut args = std::env::args().skip(1).peekable();
-    let counted = Counted::from_args(&mut args).unwrap_or_else(|e| {
-        eprintln!("{e}");
-        std::process::exit(2);
-    });
+    let args = BenchArgs::from_env(
+        "bench-nvme.sh [--instructions | --count KIND] [ROUNDS [SECONDS]]",
+        &[],
+        2,
+    );
+    let counted = args.counted;
     let count = counted.is_some();
-    let rounds: u32 = args
-        .next()
-        .and_then(|a| a.parse().ok())
+    let rounds = args
+        .numbers
+        .first()
+        .copied()
         .unwrap_or(if count { 2 } else { 11 });
-    let seconds: u32 = args.next().and_then(|a| a.parse().ok()).unwrap_or(2);
+    let seconds = args.numbers.get(1).copied().unwrap_or(2);
     let null = || vec![Drive::Null { size: 1024 * MIB }];
     let file = || vec![Drive::Raw { size: 1024 * MIB }];
     let mut vm = nvme::vm("dut")
