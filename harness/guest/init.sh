@@ -155,7 +155,7 @@ probe_sweep() {
 }
 probe_sweep_bind() { echo "$probe_sweep_pci" >"/sys/bus/pci/drivers/$probe_sweep_driver/bind"; }
 probe_sweep_left() {
-	if [ -e "/sys/bus/pci/devices/$probe_sweep_pci/driver" ]; then
+	if pci_bound "$probe_sweep_pci"; then
 		[ "$1" = 0 ] && $probe_sweep_present "$probe_sweep_pci" >/dev/null &&
 			echo "$probe_sweep_pci" >"/sys/bus/pci/drivers/$probe_sweep_driver/unbind" ||
 			return 1

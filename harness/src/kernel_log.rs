@@ -44,7 +44,7 @@ const BENIGN: &[&str] = &[
 /// through the function `through`. See `Vm::known_kernel_warning`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KnownWarning {
-    /// Part of the `WARNING:` line, e.g. `at remove_proc_entry`.
+    /// Part of the `WARNING:` line, e.g. `fs/proc/generic.c:742 at remove_proc_entry`.
     pub at: String,
     /// A function in the report's call trace.
     pub through: String,
@@ -83,6 +83,10 @@ pub fn problems_except(log: &str, known: &[KnownWarning]) -> Vec<Problem> {
 /// Whether the warning `line`, followed in the log by `after`, is one of the `known`: its report
 /// (up to the end of its trace) has a reliable frame (not one marked `?`) in `through`.
 fn is_known(after: &[&str], line: &str, known: &[KnownWarning]) -> bool {
+    let candidates: Vec<&KnownWarning> = known.iter().filter(|k| line.contains(&k.at)).collect();
+    if candidates.is_empty() {
+        return false;
+    }
     let frames: Vec<&str> = after
         .iter()
         .take(REPORT_LINES)
@@ -90,9 +94,9 @@ fn is_known(after: &[&str], line: &str, known: &[KnownWarning]) -> bool {
         .filter_map(|l| l.split_once("] ").map(|(_, rest)| rest.trim_start()))
         .filter_map(|rest| rest.split_whitespace().next())
         .collect();
-    known.iter().any(|k| {
+    candidates.iter().any(|k| {
         let frame = format!("{}+", k.through);
-        line.contains(&k.at) && frames.iter().any(|f| f.starts_with(&frame))
+        frames.iter().any(|f| f.starts_with(&frame))
     })
 }
 

@@ -46,12 +46,14 @@ check open ip link set $rs_if up
 check c-open ip link set $c_if up
 check carrier wait_for 30 grep -qx 1 /sys/class/net/$rs_if/carrier
 check c-carrier wait_for 30 grep -qx 1 /sys/class/net/$c_if/carrier
-rx() { cat /sys/class/net/$1/statistics/rx_packets; }
-rs_rx=$(rx $rs_if) c_rx=$(rx $c_if)
+# stat IFACE NAME: a counter of IFACE; received_at_least IFACE N: it has received N frames.
+stat() { cat /sys/class/net/$1/statistics/$2; }
+received_at_least() { [ $(stat $1 rx_packets) -ge $2 ]; }
+rs_rx=$(stat $rs_if rx_packets) c_rx=$(stat $c_if rx_packets)
 check frames-to-rs rawframes $c_if "$(cat /sys/class/net/$rs_if/address)" 0x88b5 1514 20
 check frames-from-rs rawframes $rs_if "$(cat /sys/class/net/$c_if/address)" 0x88b5 1514 20
-check rs-received wait_for 10 sh -c "test \$(cat /sys/class/net/$rs_if/statistics/rx_packets) -ge $((rs_rx + 20))"
-check c-received wait_for 10 sh -c "test \$(cat /sys/class/net/$c_if/statistics/rx_packets) -ge $((c_rx + 20))"
+check rs-received wait_for 10 received_at_least $rs_if $((rs_rx + 20))
+check c-received wait_for 10 received_at_least $c_if $((c_rx + 20))
 
 # Memory for receive buffers running out: every page allocation that cannot sleep fails (the
 # driver's receive buffers in its NAPI poll; the sender's can sleep and go on; slab objects still
@@ -60,7 +62,7 @@ check c-received wait_for 10 sh -c "test \$(cat /sys/class/net/$c_if/statistics/
 # frames with a bad header (1514 bytes) and UDP datagrams with a bad checksum (106 bytes: copied
 # out in either configuration) are dropped by IP and UDP, which do not count them as the
 # interface's drops.
-rs_stat() { cat /sys/class/net/$rs_if/statistics/$1; }
+rs_stat() { stat $rs_if $1; }
 counted() { echo $(( $(rs_stat rx_packets) + $(rs_stat rx_dropped) )); }
 counted_at_least() { [ $(counted) -ge $1 ]; }
 fail_atomic_page_allocations() {
