@@ -39,8 +39,20 @@ check() {
 # diag TEXT: a KTAP diagnostic line the host can read (key=value pairs by convention).
 diag() { echo "# $*" >"$KTAP_OUT"; }
 
-# request NAME: ask the host to act (e.g. through QMP); the host answers by acting, so poll for the effect.
-request() { echo "# request: $1" >"$KTAP_OUT"; }
+# The host answers each request on the third serial port, once it has acted. The port stays open
+# from here on, so that an answer that comes before the guest reads it waits in the tty's buffer.
+exec 3<>/dev/ttyS2
+stty -echo <&3
+
+# request NAME: ask the host to act (e.g. through QMP), and wait until it has.
+request() {
+	echo "# request: $1" >"$KTAP_OUT"
+	# busybox's shell has read -t.
+	# shellcheck disable=SC3045
+	read -r -t 60 request_answer <&3 && [ "$request_answer" = "$1" ] && return 0
+	diag "request $1: the host did not answer"
+	return 1
+}
 
 # uptime_cs: hundredths of a second since boot (/proc/uptime has two decimals; the 1 prefix keeps
 # a fraction such as 08 from reading as octal).

@@ -61,6 +61,9 @@ pub enum Drive {
 
 /// Where the counting plugin of a VM writes its running count at each mark, one line each.
 pub(crate) const COUNTS_LOG: &str = "counts.log";
+/// The socket on which the host answers the guest's requests (`request NAME` in a guest script),
+/// one line with the request's name each, once it has acted on it.
+pub(crate) const ANSWERS_SOCKET: &str = "answers.sock";
 
 /// One VM of a scenario.
 #[derive(Debug, Clone)]
@@ -386,6 +389,14 @@ impl Vm {
             format!("file:{}", path("results.ktap")),
             "-qmp".into(),
             format!("unix:{},server=on,wait=off", path("qmp.sock")),
+            // The third serial port (ttyS2) carries the host's answers to the guest's requests.
+            "-chardev".into(),
+            format!(
+                "socket,id=answers,path={},server=on,wait=off",
+                path(ANSWERS_SOCKET)
+            ),
+            "-device".into(),
+            "isa-serial,chardev=answers,index=2".into(),
         ]);
         if let (Some(plugin), Some(what)) = (plugin, self.counted) {
             args.extend([

@@ -2,8 +2,10 @@
 
 use std::fmt::Write as _;
 use std::fs::File;
+use std::io::Write as _;
 use std::net::UdpSocket;
 use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -230,6 +232,7 @@ struct Running {
     exited: bool,
     requests_seen: usize,
     qmp: Option<Qmp>,
+    answers: Option<UnixStream>,
 }
 
 impl Running {
@@ -352,6 +355,7 @@ impl Scenario {
             exited: false,
             requests_seen: 0,
             qmp: None,
+            answers: None,
         })
     }
 
@@ -455,6 +459,15 @@ impl Scenario {
             }
             (handler.2)(r.qmp.as_mut().expect("connected above"))
                 .map_err(|e| err!("{}: request '{request}': {e}", r.vm.name))?;
+            if r.answers.is_none() {
+                let socket = r.dir.join(crate::qemu::ANSWERS_SOCKET);
+                r.answers = Some(
+                    UnixStream::connect(&socket)
+                        .map_err(|e| err!("{}: {}: {e}", r.vm.name, socket.display()))?,
+                );
+            }
+            writeln!(r.answers.as_mut().expect("connected above"), "{request}")
+                .map_err(|e| err!("{}: answering '{request}': {e}", r.vm.name))?;
         }
         Ok(())
     }
