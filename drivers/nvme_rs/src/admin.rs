@@ -24,6 +24,8 @@ const ADMIN_TIMEOUT_MS: i64 = 5000;
 
 /// The admin submission and completion queues.
 pub(crate) struct AdminQueue<'a> {
+    /// For messages.
+    dev: &'a Device<Bound>,
     sq: SubmissionQueue<'a>,
     cq: CompletionQueue<'a>,
     next_cid: u16,
@@ -34,6 +36,7 @@ impl<'a> AdminQueue<'a> {
     pub(crate) fn new(dev: &'a Device<Bound>, stride: usize) -> Result<Self> {
         let (sq_doorbell, cq_doorbell) = doorbells(0, stride);
         Ok(Self {
+            dev,
             sq: SubmissionQueue::new(dev, ADMIN_DEPTH, sq_doorbell)?,
             cq: CompletionQueue::new(dev, ADMIN_DEPTH, cq_doorbell)?,
             next_cid: 0,
@@ -60,12 +63,12 @@ impl<'a> AdminQueue<'a> {
             if let Some(done) = completion {
                 self.cq.ring(bar, None)?;
                 if done.cid == command.cid {
-                    return check(&command, &done);
+                    return self.check(&command, &done);
                 }
                 continue;
             }
             if start.elapsed().as_millis() > ADMIN_TIMEOUT_MS {
-                pr_warn!("nvme_rs: admin opcode {:#x} timed out\n", command.opcode);
+                dev_warn!(self.dev, "admin opcode {:#x} timed out\n", command.opcode);
                 return Err(ETIMEDOUT);
             }
             fsleep(Delta::from_micros(50));
@@ -207,17 +210,18 @@ impl<'a> AdminQueue<'a> {
         )
         .map(|_| ())
     }
-}
 
-/// The result of a completed admin command.
-fn check(command: &Command, done: &Completion) -> Result<u32> {
-    if done.status_field() != command::SC_SUCCESS {
-        pr_warn!(
-            "nvme_rs: admin opcode {:#x} failed with status {:#x}\n",
-            command.opcode,
-            done.status_field()
-        );
-        return Err(EIO);
+    /// The result of a completed admin command.
+    fn check(&self, command: &Command, done: &Completion) -> Result<u32> {
+        if done.status_field() != command::SC_SUCCESS {
+            dev_warn!(
+                self.dev,
+                "admin opcode {:#x} failed with status {:#x}\n",
+                command.opcode,
+                done.status_field()
+            );
+            return Err(EIO);
+        }
+        Ok(done.result)
     }
-    Ok(done.result)
 }
