@@ -77,6 +77,16 @@ impl Qmp {
         .map(drop)
     }
 
+    /// `human-monitor-command`: runs an HMP command line (e.g. `qemu-io`) and returns its output,
+    /// as a JSON string. HMP reports most failures in that output, not as a QMP error.
+    pub fn human_monitor(&mut self, command_line: &str) -> Result<String> {
+        let escaped = command_line.replace('\\', "\\\\").replace('"', "\\\"");
+        self.execute(
+            "human-monitor-command",
+            &format!(r#"{{"command-line":"{escaped}"}}"#),
+        )
+    }
+
     fn read_line(&mut self) -> Result<String> {
         let mut line = String::new();
         if self.reader.read_line(&mut line)? == 0 {

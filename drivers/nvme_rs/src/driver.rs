@@ -30,6 +30,7 @@ use kernel::{
     prelude::*,
     str::CString,
     sync::Arc,
+    time::msecs_to_jiffies,
 };
 
 use blk::{Disk, DiskConfig, TagSet, TagSetConfig};
@@ -49,6 +50,11 @@ kernel::module_pci_driver! {
             default: 32768,
             description: "Use SGLs for requests whose segments average at least this many bytes \
                 (0: PRPs only)",
+        },
+        io_timeout: u32 {
+            default: 30,
+            description: "Seconds an I/O command may take before the driver aborts it \
+                (0: blk-mq's default, 30)",
         },
     },
 }
@@ -194,7 +200,12 @@ impl<'bound> Nvme<'bound> {
             cmd_size: io::PDU_SIZE as u32,
             // `init_hctx` indexes this array, which does not change until the tag set is gone.
             driver_data: nvme.io_queues.as_ptr().cast_mut().cast::<c_void>(),
-            timeout: 0,
+            timeout: u32::try_from(msecs_to_jiffies(
+                crate::module_parameters::io_timeout
+                    .value()
+                    .saturating_mul(1000),
+            ))
+            .unwrap_or(u32::MAX),
         })?);
         ctrl.set_tag_set(tag_set.as_raw());
         for (index, queue) in nvme.io_queues.iter().enumerate() {
@@ -265,7 +276,7 @@ impl<'bound> Nvme<'bound> {
                 ),
             };
             // SAFETY: The namespace is boxed and outlives the disk (`Drop` deletes disks first).
-            let mut disk = unsafe {
+            let disk = unsafe {
                 Disk::new(
                     tag_set,
                     &config,
@@ -275,8 +286,21 @@ impl<'bound> Nvme<'bound> {
                 )?
             };
             nvme.namespaces.push(namespace, GFP_KERNEL)?;
-            disk.add(pdev.as_ref())?;
             nvme.disks.push(disk, GFP_KERNEL)?;
+        }
+        // Every disk has joined the tag set before the first is added, because adding one starts
+        // I/O (the partition scan): a queue joining later would wait for that I/O (the set's
+        // queues are frozen when it becomes shared), and would miss the quiesce of a `kill` that
+        // I/O caused, then be unquiesced with the rest (a warning in blk-mq).
+        for disk in nvme.disks.iter_mut() {
+            disk.add(pdev.as_ref())?;
+            if ctrl.is_dead() {
+                dev_err!(
+                    pdev,
+                    "controller stopped responding while its disks were added\n"
+                );
+                return Err(ENODEV);
+            }
         }
         dev_info!(
             pdev,
