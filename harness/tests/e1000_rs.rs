@@ -26,6 +26,7 @@ fn scenario(name: &str, dut_script: &str, peer_script: &str) -> Scenario {
         .module("drivers/e1000_rs")
         .bios_irq_routing()
         .tool("netpipe")
+        .tool("rawframes")
         .nic("e1000", link.end_a())
         .script(&format!("{COMMON}{dut_script}"))
         .timeout(std::time::Duration::from_secs(900));
@@ -108,6 +109,20 @@ diag "foreign_rx_bytes_filtered_again=$(rx_bytes_during 5015 5016)"
 # 33:33:00:00:00:01), not for others (33:33:00:00:12:34, another bit of the table).
 diag "multicast_rx_bytes_joined=$(rx_bytes_during 5017 5018)"
 diag "multicast_rx_bytes_not_joined=$(rx_bytes_during 5019 5020)"
+# A secondary unicast address (a packet socket's membership, as a macvlan or a bridge port adds
+# one) takes a receive address entry: its frames pass without promiscuous mode, and once the socket
+# is gone they are filtered again. The stack programs the filter from a work item; a flags change
+# that changes nothing runs a pending update at once (netif_rx_mode_sync).
+rawframes eth0 02:00:00:00:00:42 unicast-member 300 >/tmp/member &
+member=$!
+check secondary-address-added wait_for 10 grep -qx member /tmp/member
+check secondary-address-programmed ip link set eth0 up
+check secondary-address-not-promiscuous test $(( $(cat /sys/class/net/eth0/flags) & 0x100 )) = 0
+diag "secondary_rx_bytes=$(rx_bytes_during 5023 5024)"
+kill $member
+wait $member
+check secondary-address-removed ip link set eth0 up
+diag "secondary_rx_bytes_removed=$(rx_bytes_during 5025 5026)"
 
 # A changed address is the one the receiver accepts, at once and after a close and an open. The
 # peer learns it from the DUT's ARP request (a change or a close flushes the DUT's neighbours).
@@ -204,7 +219,8 @@ wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
 check tell-dut sh -c 'echo sent | netpipe send $DUT 5004'
 
 # Frames for the receive filter, when the DUT asks: to another station's address (filtered,
-# promiscuous, filtered again), to a multicast group the DUT joined, and to one it did not.
+# promiscuous, filtered again), to a multicast group the DUT joined, to one it did not, and to a
+# secondary unicast address of the DUT's, then to the same once the DUT has dropped it.
 # frames_to GO_PORT SENT_PORT ADDRESS
 frames_to() {
     timeout 300 netpipe recv "$1" >/dev/null
@@ -216,6 +232,8 @@ frames_to 5007 5008 02:00:00:00:00:99
 frames_to 5015 5016 02:00:00:00:00:99
 frames_to 5017 5018 33:33:00:00:00:01
 frames_to 5019 5020 33:33:00:00:12:34
+frames_to 5023 5024 02:00:00:00:00:42
+frames_to 5025 5026 02:00:00:00:00:42
 
 # The DUT's copying variant, after its load/unload cycles.
 check copy-tcp-receive-16MiB sh -c 'timeout 800 netpipe recv 5011 | sha256sum | cut -d" " -f1 >/tmp/recv.sha'
@@ -309,6 +327,7 @@ fn e1000_rs_against_the_c_e1000() {
         "foreign_rx_bytes_filtered",
         "foreign_rx_bytes_filtered_again",
         "multicast_rx_bytes_not_joined",
+        "secondary_rx_bytes_removed",
     ] {
         assert!(
             counted(key) < frame,
@@ -316,7 +335,11 @@ fn e1000_rs_against_the_c_e1000() {
             counted(key)
         );
     }
-    for key in ["foreign_rx_bytes_promiscuous", "multicast_rx_bytes_joined"] {
+    for key in [
+        "foreign_rx_bytes_promiscuous",
+        "multicast_rx_bytes_joined",
+        "secondary_rx_bytes",
+    ] {
         assert!(
             counted(key) >= frames * frame,
             "frames the filter passes received: {key}={}",

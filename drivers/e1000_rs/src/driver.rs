@@ -199,6 +199,9 @@ fn rctl(mode: RxMode) -> u32 {
     if mode.promiscuous {
         rctl |= regs::RCTL_UPE | regs::RCTL_MPE;
     }
+    if mode.all_unicast {
+        rctl |= regs::RCTL_UPE;
+    }
     if mode.all_multicast {
         rctl |= regs::RCTL_MPE;
     }
@@ -266,10 +269,21 @@ fn read_mac_address(bar: &Bar0<'_>) -> Result<MacAddress> {
 
 /// Receive Address entry 0: the frames the receiver accepts.
 fn program_mac_address(bar: &Bar0<'_>, mac: &MacAddress) {
-    let low = u32::from_le_bytes([mac[0], mac[1], mac[2], mac[3]]);
-    let high = u32::from(u16::from_le_bytes([mac[4], mac[5]])) | regs::RAH_AV;
-    bar.write32(low, regs::RAL0);
-    bar.write32(high, regs::RAH0);
+    write_receive_address(bar, 0, Some(mac));
+}
+
+/// Receive Address entry `index`: frames to `mac` pass, or with `None` the entry matches nothing.
+fn write_receive_address(bar: &Bar0<'_>, index: usize, mac: Option<&MacAddress>) {
+    let (low, high) = mac.map_or((0, 0), |mac| {
+        (
+            u32::from_le_bytes([mac[0], mac[1], mac[2], mac[3]]),
+            u32::from(u16::from_le_bytes([mac[4], mac[5]])) | regs::RAH_AV,
+        )
+    });
+    // The offset is only known at run time, so it is checked then; an entry below `RAR_ENTRIES`
+    // lies within BAR 0, so the checks pass.
+    let _ = bar.try_write32(low, regs::RAL0 + 8 * index);
+    let _ = bar.try_write32(high, regs::RAH0 + 8 * index);
 }
 
 /// The interrupt handler: acknowledges, follows the link, and leaves the rings to NAPI.
@@ -369,14 +383,33 @@ impl E1000<'_> {
     }
 
     /// `ndo_set_rx_mode_async`, while the interface is open (both under the RTNL lock): the mode,
-    /// and the multicast `groups` hashed into the Multicast Table Array, as the C driver does.
+    /// the secondary unicast `addresses` in the receive address entries after the station's own
+    /// (unicast promiscuous if they do not fit), and the multicast `groups` hashed into the
+    /// Multicast Table Array, as the C driver does.
     ///
     /// The stack calls it for every multicast group joined or left, which mostly leaves the mode
     /// as it was: RCTL is written only when it changes. QEMU's model holds received frames back
     /// for a second after every RCTL write (its `flush_queue_timer`).
-    pub(crate) fn set_rx_mode(&self, mode: RxMode, groups: impl Iterator<Item = MacAddress>) {
+    pub(crate) fn set_rx_mode(
+        &self,
+        mut mode: RxMode,
+        addresses: impl Iterator<Item = MacAddress>,
+        groups: impl Iterator<Item = MacAddress>,
+    ) {
         if !self.running.load(Ordering::Acquire) {
             return;
+        }
+        let mut entry = 1;
+        for address in addresses {
+            if entry == regs::RAR_ENTRIES {
+                mode.all_unicast = true;
+                break;
+            }
+            write_receive_address(&self.bar, entry, Some(&address));
+            entry += 1;
+        }
+        for unused in entry..regs::RAR_ENTRIES {
+            write_receive_address(&self.bar, unused, None);
         }
         let mut table = [0u32; regs::MTA_ENTRIES];
         for group in groups {

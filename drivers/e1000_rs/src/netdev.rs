@@ -134,6 +134,9 @@ pub(crate) struct RxMode {
     pub(crate) promiscuous: bool,
     /// Every multicast frame (`IFF_ALLMULTI`).
     pub(crate) all_multicast: bool,
+    /// Every unicast frame: more secondary unicast addresses than the receive address entries
+    /// hold.
+    pub(crate) all_unicast: bool,
 }
 
 /// The addresses of a hardware address list the stack hands to `ndo_set_rx_mode_async`.
@@ -815,7 +818,8 @@ pub(crate) unsafe extern "C" fn e1000_rs_set_mac_address(
     }
 }
 
-/// `ndo_set_rx_mode_async`: the receive filter for the interface's flags and multicast groups.
+/// `ndo_set_rx_mode_async`: the receive filter for the interface's flags, secondary unicast
+/// addresses and multicast groups.
 ///
 /// # Safety
 ///
@@ -824,7 +828,7 @@ pub(crate) unsafe extern "C" fn e1000_rs_set_mac_address(
 #[no_mangle]
 pub(crate) unsafe extern "C" fn e1000_rs_set_rx_mode(
     dev: *mut NetDevice,
-    _unicast: *mut AddrList,
+    unicast: *mut AddrList,
     multicast: *mut AddrList,
 ) -> c_int {
     // SAFETY: `dev` is a valid device (safety requirements).
@@ -832,12 +836,13 @@ pub(crate) unsafe extern "C" fn e1000_rs_set_rx_mode(
     let mode = RxMode {
         promiscuous: flags & bindings::net_device_flags_IFF_PROMISC != 0,
         all_multicast: flags & bindings::net_device_flags_IFF_ALLMULTI != 0,
+        all_unicast: false,
     };
-    // SAFETY: The stack's copy of the groups, which does not change during the call (safety
-    // requirements); the iterator does not outlive it.
-    let groups = unsafe { HwAddrs::new(multicast) };
+    // SAFETY: The stack's copies of the lists, which do not change during the call (safety
+    // requirements); the iterators do not outlive it.
+    let (addresses, groups) = unsafe { (HwAddrs::new(unicast), HwAddrs::new(multicast)) };
     // SAFETY: As in `e1000_rs_open`.
-    unsafe { adapter(dev) }.set_rx_mode(mode, groups);
+    unsafe { adapter(dev) }.set_rx_mode(mode, addresses, groups);
     0
 }
 

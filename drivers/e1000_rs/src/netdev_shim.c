@@ -41,6 +41,7 @@ struct net_device *e1000_rs_alloc_netdev(struct device *parent)
 		dev->netdev_ops = &e1000_rs_netdev_ops;
 		dev->features |= NETIF_F_HW_CSUM | NETIF_F_SG | NETIF_F_TSO | NETIF_F_RXCSUM;
 		dev->hw_features |= NETIF_F_HW_CSUM | NETIF_F_SG | NETIF_F_TSO | NETIF_F_RXCSUM;
+		dev->priv_flags |= IFF_UNICAST_FLT;
 		netif_napi_add(dev, e1000_rs_napi(dev), e1000_rs_poll);
 	}
 	return dev;

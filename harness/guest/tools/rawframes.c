@@ -2,10 +2,14 @@
 /*
  * rawframes: sends COUNT raw Ethernet frames of SIZE bytes (header included) with ETHERTYPE from
  * IFACE to DSTMAC through an AF_PACKET socket, for tests that feed a driver malformed frames. The
- * second form sends well-formed IPv4/UDP datagrams (to port 9) whose UDP checksum is wrong.
+ * second form sends well-formed IPv4/UDP datagrams (to port 9) whose UDP checksum is wrong. The
+ * third adds MAC to IFACE's secondary unicast addresses for SECONDS (a PACKET_MR_UNICAST
+ * membership, as a macvlan or a bridge port adds one), printing "member" once it holds it; the
+ * address goes when the program ends.
  *
  *   rawframes IFACE DSTMAC ETHERTYPE SIZE COUNT      e.g. rawframes eth0 52:54:00:12:34:00 0x88b5 60 10
  *   rawframes IFACE DSTMAC udp-bad-checksum SRC_IP DST_IP COUNT
+ *   rawframes IFACE MAC unicast-member SECONDS
  */
 #include <arpa/inet.h>
 #include <linux/if_packet.h>
@@ -74,6 +78,30 @@ static long bad_udp_frame(unsigned char *frame, struct in_addr src, struct in_ad
 	return 14 + 20 + udp_len;
 }
 
+/* The third form: MAC a secondary unicast address of IFACE while this program runs. */
+static int unicast_member(const char *iface, const unsigned char *mac, long seconds)
+{
+	struct packet_mreq mreq = { .mr_type = PACKET_MR_UNICAST, .mr_alen = 6 };
+	int fd;
+
+	mreq.mr_ifindex = if_nametoindex(iface);
+	if (!mreq.mr_ifindex) {
+		perror("rawframes: interface");
+		return 1;
+	}
+	memcpy(mreq.mr_address, mac, 6);
+	/* Protocol 0: the socket receives nothing, it only holds the membership. */
+	fd = socket(AF_PACKET, SOCK_RAW, 0);
+	if (fd < 0 || setsockopt(fd, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mreq, sizeof(mreq)) < 0) {
+		perror("rawframes: unicast membership");
+		return 1;
+	}
+	printf("member\n");
+	fflush(stdout);
+	sleep(seconds);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	unsigned char dst[6], frame[65536];
@@ -83,14 +111,26 @@ int main(int argc, char **argv)
 	long size, count, ethertype, i;
 	int fd, bad_udp;
 
-	if (argc != 6 && argc != 7) {
+	if (argc < 5 || argc > 7) {
 		fprintf(stderr, "usage: rawframes IFACE DSTMAC ETHERTYPE SIZE COUNT\n"
-			"       rawframes IFACE DSTMAC udp-bad-checksum SRC_IP DST_IP COUNT\n");
+			"       rawframes IFACE DSTMAC udp-bad-checksum SRC_IP DST_IP COUNT\n"
+			"       rawframes IFACE MAC unicast-member SECONDS\n");
 		return 2;
 	}
 	if (sscanf(argv[2], "%hhx:%hhx:%hhx:%hhx:%hhx:%hhx", &dst[0], &dst[1], &dst[2], &dst[3],
 		   &dst[4], &dst[5]) != 6) {
 		fprintf(stderr, "rawframes: bad MAC address %s\n", argv[2]);
+		return 2;
+	}
+	if (strcmp(argv[3], "unicast-member") == 0) {
+		if (argc != 5) {
+			fprintf(stderr, "rawframes: unicast-member takes SECONDS\n");
+			return 2;
+		}
+		return unicast_member(argv[1], dst, strtol(argv[4], NULL, 0));
+	}
+	if (argc == 5) {
+		fprintf(stderr, "rawframes: ETHERTYPE SIZE COUNT, or udp-bad-checksum SRC_IP DST_IP COUNT\n");
 		return 2;
 	}
 	bad_udp = strcmp(argv[3], "udp-bad-checksum") == 0;
