@@ -44,13 +44,18 @@ diag() { echo "# $*" >"$KTAP_OUT"; }
 exec 3<>/dev/ttyS2
 stty -echo <&3
 
-# request NAME: ask the host to act (e.g. through QMP), and wait until it has.
+# request NAME: ask the host to act (e.g. through QMP), and wait until it has: at most a minute,
+# else a failed result. A late answer to an earlier request is skipped.
 request() {
 	echo "# request: $1" >"$KTAP_OUT"
-	# busybox's shell has read -t.
-	# shellcheck disable=SC3045
-	read -r -t 60 request_answer <&3 && [ "$request_answer" = "$1" ] && return 0
-	diag "request $1: the host did not answer"
+	request_deadline=$(($(uptime_cs) + 6000))
+	while [ "$(uptime_cs)" -lt "$request_deadline" ]; do
+		# busybox's shell has read -t.
+		# shellcheck disable=SC3045
+		read -r -t 60 request_answer <&3 || break
+		[ "$request_answer" = "$1" ] && return 0
+	done
+	ktap_result 1 "request-$1" "the host did not answer"
 	return 1
 }
 

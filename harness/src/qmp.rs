@@ -77,14 +77,15 @@ impl Qmp {
         .map(drop)
     }
 
-    /// `human-monitor-command`: runs an HMP command line (e.g. `qemu-io`) and returns its output,
-    /// as a JSON string. HMP reports most failures in that output, not as a QMP error.
+    /// `human-monitor-command`: runs an HMP command line (e.g. `qemu-io`) and returns the text it
+    /// answers with. HMP reports most failures in that text, not as a QMP error.
     pub fn human_monitor(&mut self, command_line: &str) -> Result<String> {
         let escaped = command_line.replace('\\', "\\\\").replace('"', "\\\"");
-        self.execute(
+        let answer = self.execute(
             "human-monitor-command",
             &format!(r#"{{"command-line":"{escaped}"}}"#),
-        )
+        )?;
+        Ok(json_string(&answer))
     }
 
     fn read_line(&mut self) -> Result<String> {
@@ -93,5 +94,50 @@ impl Qmp {
             return Err(err!("QMP connection closed"));
         }
         Ok(line)
+    }
+}
+
+/// The text of a JSON string literal (the escapes HMP's answers use; others are kept as they are).
+fn json_string(literal: &str) -> String {
+    let inner = literal
+        .trim()
+        .strip_prefix('"')
+        .and_then(|s| s.strip_suffix('"'))
+        .unwrap_or(literal);
+    let mut text = String::with_capacity(inner.len());
+    let mut chars = inner.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            text.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('n') => text.push('\n'),
+            Some('r') => text.push('\r'),
+            Some('t') => text.push('\t'),
+            Some(other @ ('"' | '\\' | '/')) => text.push(other),
+            Some(other) => {
+                text.push('\\');
+                text.push(other);
+            }
+            None => text.push('\\'),
+        }
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::json_string;
+
+    #[test]
+    fn json_string_unescapes_what_hmp_answers_with() {
+        assert_eq!(json_string(r#""""#), "");
+        assert_eq!(
+            json_string(r#""Device 'x' not found\r\n""#),
+            "Device 'x' not found\r\n"
+        );
+        assert_eq!(json_string(r#""a \"b\" \\ c""#), r#"a "b" \ c"#);
+        assert_eq!(json_string(r#""\u00e9""#), r"\u00e9");
     }
 }

@@ -250,6 +250,16 @@ impl Running {
     }
 }
 
+/// A VM still running when the scenario ends early (a request the host could not answer, say) is
+/// stopped: nothing else would, and the next scenario would share the CPUs with it.
+impl Drop for Running {
+    fn drop(&mut self) {
+        if !self.exited {
+            self.stop();
+        }
+    }
+}
+
 impl Scenario {
     /// A scenario called `name`; its logs go to `runs/<name>/<vm>/`.
     pub fn new(name: &str) -> Scenario {

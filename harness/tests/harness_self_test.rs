@@ -76,7 +76,11 @@ fn a_vm_that_fails_stops_the_vm_waiting_for_it() {
 #[test]
 fn qmp_requests_reach_qemu() {
     // The guest asks the host to take its NIC's link down, then up, and sees the carrier follow.
+    // A request returns once the host has acted, however long that takes.
     let script = r#"
+before=$(uptime_cs)
+request slow
+check request-waits-for-the-host test $(($(uptime_cs) - before)) -ge 150
 check load-e1000 insmod /modules/e1000.ko
 ip link set eth0 up
 check carrier-up wait_for 20 grep -qx 1 /sys/class/net/eth0/carrier
@@ -90,6 +94,10 @@ check carrier-up-again wait_for 20 grep -qx 1 /sys/class/net/eth0/carrier
             .kernel_module("drivers/net/ethernet/intel/e1000/e1000.ko")
             .nic("e1000", harness::NetBackend::Hub(0))
             .script(script))
+        .on_request("guest", "slow", |_| {
+            std::thread::sleep(std::time::Duration::from_secs(2));
+            Ok(())
+        })
         .on_request("guest", "link-down", |qmp| qmp.set_link("net0", false))
         .on_request("guest", "link-up", |qmp| qmp.set_link("net0", true))
         .run()
