@@ -3,9 +3,9 @@
  * rawframes: sends COUNT raw Ethernet frames of SIZE bytes (header included) with ETHERTYPE from
  * IFACE to DSTMAC through an AF_PACKET socket, for tests that feed a driver malformed frames. The
  * second form sends well-formed IPv4/UDP datagrams (to port 9) whose UDP checksum is wrong. The
- * third adds MAC to IFACE's secondary unicast addresses for SECONDS (a PACKET_MR_UNICAST
- * membership, as a macvlan or a bridge port adds one), printing "member" once it holds it; the
- * address goes when the program ends.
+ * third adds MAC to IFACE's secondary unicast addresses (a PACKET_MR_UNICAST membership, as a
+ * macvlan or a bridge port adds one) until SECONDS pass or a SIGTERM comes, printing "member" once
+ * the receive filter has it and "left" once it has not.
  *
  *   rawframes IFACE DSTMAC ETHERTYPE SIZE COUNT      e.g. rawframes eth0 52:54:00:12:34:00 0x88b5 60 10
  *   rawframes IFACE DSTMAC udp-bad-checksum SRC_IP DST_IP COUNT
@@ -15,6 +15,7 @@
 #include <linux/if_packet.h>
 #include <net/ethernet.h>
 #include <net/if.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,10 +79,40 @@ static long bad_udp_frame(unsigned char *frame, struct in_addr src, struct in_ad
 	return 14 + 20 + udp_len;
 }
 
-/* The third form: MAC a secondary unicast address of IFACE while this program runs. */
+static volatile sig_atomic_t leaving;
+
+static void leave(int signal)
+{
+	(void)signal;
+	leaving = 1;
+}
+
+/*
+ * Sets IFACE's flags to what they are. The stack programs a driver's receive filter from a work
+ * item (ndo_set_rx_mode_async), and SIOCSIFFLAGS runs a pending update at once
+ * (netif_rx_mode_sync), so the filter matches the address lists when this returns.
+ */
+static int sync_rx_mode(int fd, const char *iface)
+{
+	struct ifreq ifr = { 0 };
+
+	strncpy(ifr.ifr_name, iface, IFNAMSIZ - 1);
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0 || ioctl(fd, SIOCSIFFLAGS, &ifr) < 0) {
+		perror("rawframes: interface flags");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The third form: MAC a secondary unicast address of IFACE until SECONDS pass or a SIGTERM comes;
+ * "member" once the receive filter has it, "left" once it has not.
+ */
 static int unicast_member(const char *iface, const unsigned char *mac, long seconds)
 {
 	struct packet_mreq mreq = { .mr_type = PACKET_MR_UNICAST, .mr_alen = 6 };
+	struct sigaction on_term = { .sa_handler = leave };
+	sigset_t ending, others;
 	int fd;
 
 	mreq.mr_ifindex = if_nametoindex(iface);
@@ -90,15 +121,33 @@ static int unicast_member(const char *iface, const unsigned char *mac, long seco
 		return 1;
 	}
 	memcpy(mreq.mr_address, mac, 6);
+	/* Held back until sigsuspend, so that none comes between the test and the wait. */
+	sigemptyset(&ending);
+	sigaddset(&ending, SIGTERM);
+	sigaddset(&ending, SIGALRM);
+	sigprocmask(SIG_BLOCK, &ending, &others);
+	sigaction(SIGTERM, &on_term, NULL);
+	sigaction(SIGALRM, &on_term, NULL);
 	/* Protocol 0: the socket receives nothing, it only holds the membership. */
 	fd = socket(AF_PACKET, SOCK_RAW, 0);
 	if (fd < 0 || setsockopt(fd, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mreq, sizeof(mreq)) < 0) {
 		perror("rawframes: unicast membership");
 		return 1;
 	}
+	if (sync_rx_mode(fd, iface) < 0)
+		return 1;
 	printf("member\n");
 	fflush(stdout);
-	sleep(seconds);
+	alarm(seconds);
+	while (!leaving)
+		sigsuspend(&others);
+	if (setsockopt(fd, SOL_PACKET, PACKET_DROP_MEMBERSHIP, &mreq, sizeof(mreq)) < 0) {
+		perror("rawframes: unicast membership");
+		return 1;
+	}
+	if (sync_rx_mode(fd, iface) < 0)
+		return 1;
+	printf("left\n");
 	return 0;
 }
 
