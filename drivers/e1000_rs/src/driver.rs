@@ -192,15 +192,16 @@ impl PinnedDrop for E1000<'_> {
 }
 
 /// RCTL for a running receiver: 2048-byte buffers (BSIZE 0), broadcasts, the CRC stripped, and
-/// what `mode` adds (unicast promiscuous does not pass multicast: promiscuous sets both bits). Long
+/// what `mode` adds (unicast promiscuous does not pass multicast: promiscuous sets both bits), and
+/// every unicast frame with `all_unicast` (more secondary addresses than the entries hold). Long
 /// Packet Enable stays clear (see `regs::MAX_FRAME_LEN`).
-fn rctl(mode: RxMode) -> u32 {
+fn rctl(mode: RxMode, all_unicast: bool) -> u32 {
     let mut rctl = regs::RCTL_EN | regs::RCTL_BAM | regs::RCTL_SECRC;
-    if mode.promiscuous {
-        rctl |= regs::RCTL_UPE | regs::RCTL_MPE;
-    }
-    if mode.all_unicast {
+    if mode.promiscuous || all_unicast {
         rctl |= regs::RCTL_UPE;
+    }
+    if mode.promiscuous {
+        rctl |= regs::RCTL_MPE;
     }
     if mode.all_multicast {
         rctl |= regs::RCTL_MPE;
@@ -221,7 +222,8 @@ fn write_multicast_table(bar: &Bar0<'_>, table: &[u32; regs::MTA_ENTRIES]) {
     }
 }
 
-/// Resets the controller and leaves every interrupt masked and the link set up.
+/// Resets the controller and leaves every interrupt masked, the link set up and no secondary
+/// receive address.
 fn reset(bar: &Bar0<'_>) {
     bar.write32(u32::MAX, regs::IMC);
     bar.write32(0, regs::RCTL);
@@ -236,6 +238,8 @@ fn reset(bar: &Bar0<'_>) {
         bar.read32(regs::CTRL) | regs::CTRL_SLU | regs::CTRL_ASDE,
         regs::CTRL,
     );
+    // The reset leaves the secondary addresses (QEMU's model) or undefined ones (the chip).
+    clear_receive_addresses(bar, 1);
 }
 
 /// Reads one 16-bit EEPROM word through EERD.
@@ -272,6 +276,16 @@ fn program_mac_address(bar: &Bar0<'_>, mac: &MacAddress) {
     write_receive_address(bar, 0, Some(mac));
 }
 
+/// Receive Address entries `first` to the last the driver uses match nothing.
+fn clear_receive_addresses(bar: &Bar0<'_>, first: usize) {
+    for index in first..regs::RAR_ENTRIES {
+        write_receive_address(bar, index, None);
+    }
+}
+
+// Every entry the driver uses lies within BAR 0.
+const _: () = assert!(regs::RAH0 + 8 * (regs::RAR_ENTRIES - 1) + 4 <= regs::BAR0_SIZE);
+
 /// Receive Address entry `index`: frames to `mac` pass, or with `None` the entry matches nothing.
 fn write_receive_address(bar: &Bar0<'_>, index: usize, mac: Option<&MacAddress>) {
     let (low, high) = mac.map_or((0, 0), |mac| {
@@ -281,7 +295,8 @@ fn write_receive_address(bar: &Bar0<'_>, index: usize, mac: Option<&MacAddress>)
         )
     });
     // The offset is only known at run time, so it is checked then; an entry below `RAR_ENTRIES`
-    // lies within BAR 0, so the checks pass.
+    // lies within BAR 0 (asserted above), so the checks pass.
+    debug_assert!(index < regs::RAR_ENTRIES);
     let _ = bar.try_write32(low, regs::RAL0 + 8 * index);
     let _ = bar.try_write32(high, regs::RAH0 + 8 * index);
 }
@@ -366,7 +381,7 @@ impl E1000<'_> {
         // Every descriptor but one is the device's: head 0, tail at the last.
         bar.write32((ring::RING_SIZE - 1) as u32, regs::RDT);
         // The stack sets the filter's mode once the interface is up (`set_rx_mode`).
-        bar.write32(rctl(RxMode::default()), regs::RCTL);
+        bar.write32(rctl(RxMode::default(), false), regs::RCTL);
         bar.write32(
             regs::TCTL_EN | regs::TCTL_PSP | regs::TCTL_CT_DEFAULT | regs::TCTL_COLD_FULL_DUPLEX,
             regs::TCTL,
@@ -392,7 +407,7 @@ impl E1000<'_> {
     /// for a second after every RCTL write (its `flush_queue_timer`).
     pub(crate) fn set_rx_mode(
         &self,
-        mut mode: RxMode,
+        mode: RxMode,
         addresses: impl Iterator<Item = MacAddress>,
         groups: impl Iterator<Item = MacAddress>,
     ) {
@@ -400,24 +415,23 @@ impl E1000<'_> {
             return;
         }
         let mut entry = 1;
+        let mut all_unicast = false;
         for address in addresses {
             if entry == regs::RAR_ENTRIES {
-                mode.all_unicast = true;
+                all_unicast = true;
                 break;
             }
             write_receive_address(&self.bar, entry, Some(&address));
             entry += 1;
         }
-        for unused in entry..regs::RAR_ENTRIES {
-            write_receive_address(&self.bar, unused, None);
-        }
+        clear_receive_addresses(&self.bar, entry);
         let mut table = [0u32; regs::MTA_ENTRIES];
         for group in groups {
             let bit = mta_bit(&group);
             table[bit / 32] |= 1 << (bit % 32);
         }
         write_multicast_table(&self.bar, &table);
-        let rctl = rctl(mode);
+        let rctl = rctl(mode, all_unicast);
         if self.bar.read32(regs::RCTL) != rctl {
             self.bar.write32(rctl, regs::RCTL);
         }

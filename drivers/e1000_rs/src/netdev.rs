@@ -134,9 +134,6 @@ pub(crate) struct RxMode {
     pub(crate) promiscuous: bool,
     /// Every multicast frame (`IFF_ALLMULTI`).
     pub(crate) all_multicast: bool,
-    /// Every unicast frame: more secondary unicast addresses than the receive address entries
-    /// hold.
-    pub(crate) all_unicast: bool,
 }
 
 /// The addresses of a hardware address list the stack hands to `ndo_set_rx_mode_async`.
@@ -836,7 +833,6 @@ pub(crate) unsafe extern "C" fn e1000_rs_set_rx_mode(
     let mode = RxMode {
         promiscuous: flags & bindings::net_device_flags_IFF_PROMISC != 0,
         all_multicast: flags & bindings::net_device_flags_IFF_ALLMULTI != 0,
-        all_unicast: false,
     };
     // SAFETY: The stack's copies of the lists, which do not change during the call (safety
     // requirements); the iterators do not outlive it.

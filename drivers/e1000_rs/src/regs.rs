@@ -44,10 +44,11 @@ pub(crate) const TIDV: usize = 0x3820;
 pub(crate) const MTA: usize = 0x5200;
 pub(crate) const MTA_ENTRIES: usize = 128;
 /// Receive Address Low/High of entry 0; entry `n` is `8 * n` further. Entry 0 holds the station's
-/// own address, the others the secondary unicast addresses the stack asks for.
+/// own address, entries 1-14 the secondary unicast addresses the stack asks for. The chip has 16;
+/// like the C driver, this one leaves the last to manageability firmware.
 pub(crate) const RAL0: usize = 0x5400;
 pub(crate) const RAH0: usize = 0x5404;
-pub(crate) const RAR_ENTRIES: usize = 16;
+pub(crate) const RAR_ENTRIES: usize = 15;
 
 /// Statistics (clear on read): CRC Error Count, Missed Packets Count, Receive Length Error Count,
 /// Receive Undersize Count, Receive Oversize Count.
