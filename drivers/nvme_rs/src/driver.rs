@@ -299,7 +299,7 @@ impl<'bound> Nvme<'bound> {
                     pdev,
                     "controller stopped responding while its disks were added\n"
                 );
-                return Err(ENODEV);
+                return Err(EIO);
             }
         }
         dev_info!(
