@@ -1,5 +1,5 @@
-//! e1000_rs end to end: two VMs joined by a UDP socket netdev pair on 127.0.0.1; the DUT runs e1000_rs,
-//! the peer the C e1000.
+//! e1000_rs end to end: two VMs joined by a UDP socket netdev pair on 127.0.0.1; the DUT runs
+//! e1000_rs, the peer the C e1000.
 
 use harness::{Scenario, SocketLink, Vm};
 
@@ -109,19 +109,38 @@ diag "foreign_rx_bytes_filtered_again=$(rx_bytes_during 5015 5016)"
 # 33:33:00:00:00:01), not for others (33:33:00:00:12:34, another bit of the table).
 diag "multicast_rx_bytes_joined=$(rx_bytes_during 5017 5018)"
 diag "multicast_rx_bytes_not_joined=$(rx_bytes_during 5019 5020)"
-# A secondary unicast address (a packet socket's membership, as a macvlan or a bridge port adds
-# one) takes a receive address entry: its frames pass without promiscuous mode, and once the
-# membership is dropped they are filtered again. (`rawframes` reports each change once the stack
-# has programmed the filter.)
-rawframes eth0 02:00:00:00:00:42 unicast-member 300 >/tmp/member &
-member=$!
-check secondary-address-added wait_for 10 grep -qx member /tmp/member
-check secondary-address-not-promiscuous test $(( $(cat /sys/class/net/eth0/flags) & 0x100 )) = 0
+# Secondary unicast addresses (packet sockets' memberships, as a macvlan or a bridge port adds
+# them) take receive address entries: their frames pass without promiscuous mode, also after an
+# earlier address leaves (the later one moves down an entry), and once dropped they are filtered
+# again. More than the entries hold make the receiver pass every unicast frame, still without
+# IFF_PROMISC. (`rawframes` reports each change once the stack has programmed the filter.)
+# member NAME MAC [COUNT]: MAC (and the addresses after it) secondary addresses until leave NAME;
+# /tmp/member.NAME says "member", then "left".
+member() {
+    rawframes eth0 "$2" unicast-member 300 "${3:-1}" >"/tmp/member.$1" 2>&1 &
+    eval "member_$1=\$!"
+}
+leave() { eval "kill \$member_$1; wait \$member_$1"; }
+not_promiscuous() { test $(($(cat /sys/class/net/eth0/flags) & 0x100)) = 0; }
+member first 02:00:00:00:00:41
+check secondary-address-added wait_for 10 grep -qx member /tmp/member.first
+member second 02:00:00:00:00:42
+check second-secondary-address-added wait_for 10 grep -qx member /tmp/member.second
+check secondary-addresses-not-promiscuous not_promiscuous
 diag "secondary_rx_bytes=$(rx_bytes_during 5023 5024)"
-kill $member
-wait $member
-check secondary-address-removed grep -qx left /tmp/member
-diag "secondary_rx_bytes_removed=$(rx_bytes_during 5025 5026)"
+leave first
+check first-secondary-address-removed grep -qx left /tmp/member.first
+diag "secondary_rx_bytes_moved=$(rx_bytes_during 5025 5026)"
+leave second
+check secondary-address-removed grep -qx left /tmp/member.second
+diag "secondary_rx_bytes_removed=$(rx_bytes_during 5027 5028)"
+member many 02:00:00:00:00:50 15
+check fifteen-secondary-addresses-added wait_for 10 grep -qx member /tmp/member.many
+check fifteen-secondary-addresses-not-promiscuous not_promiscuous
+diag "foreign_rx_bytes_all_unicast=$(rx_bytes_during 5029 5030)"
+leave many
+check fifteen-secondary-addresses-removed grep -qx left /tmp/member.many
+diag "foreign_rx_bytes_all_unicast_off=$(rx_bytes_during 5031 5032)"
 
 # A changed address is the one the receiver accepts, at once and after a close and an open. The
 # peer learns it from the DUT's ARP request (a change or a close flushes the DUT's neighbours).
@@ -218,8 +237,10 @@ wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
 check tell-dut sh -c 'echo sent | netpipe send $DUT 5004'
 
 # Frames for the receive filter, when the DUT asks: to another station's address (filtered,
-# promiscuous, filtered again), to a multicast group the DUT joined, to one it did not, and to a
-# secondary unicast address of the DUT's, then to the same once the DUT has dropped it.
+# promiscuous, filtered again), to a multicast group the DUT joined, to one it did not, to a
+# secondary unicast address of the DUT's (while another is there, after it left, after this one
+# left), and to another station's address while the DUT has more secondary addresses than entries
+# and after.
 # frames_to GO_PORT SENT_PORT ADDRESS
 frames_to() {
     timeout 300 netpipe recv "$1" >/dev/null
@@ -233,6 +254,9 @@ frames_to 5017 5018 33:33:00:00:00:01
 frames_to 5019 5020 33:33:00:00:12:34
 frames_to 5023 5024 02:00:00:00:00:42
 frames_to 5025 5026 02:00:00:00:00:42
+frames_to 5027 5028 02:00:00:00:00:42
+frames_to 5029 5030 02:00:00:00:00:99
+frames_to 5031 5032 02:00:00:00:00:99
 
 # The DUT's copying variant, after its load/unload cycles.
 check copy-tcp-receive-16MiB sh -c 'timeout 800 netpipe recv 5011 | sha256sum | cut -d" " -f1 >/tmp/recv.sha'
@@ -286,8 +310,8 @@ fn e1000_rs_against_the_c_e1000() {
         10,
         "oversize frames counted as length errors"
     );
-    // Frames of an unknown ethertype: the stack drops them and counts them in rx_dropped (other drops
-    // may join them, never fewer).
+    // Frames of an unknown ethertype: the stack drops them and counts them in rx_dropped (other
+    // drops may join them, never fewer).
     assert!(
         counted("rx_dropped") >= 10,
         "unknown ethertype frames counted as dropped"
@@ -327,6 +351,7 @@ fn e1000_rs_against_the_c_e1000() {
         "foreign_rx_bytes_filtered_again",
         "multicast_rx_bytes_not_joined",
         "secondary_rx_bytes_removed",
+        "foreign_rx_bytes_all_unicast_off",
     ] {
         assert!(
             counted(key) < frame,
@@ -338,6 +363,8 @@ fn e1000_rs_against_the_c_e1000() {
         "foreign_rx_bytes_promiscuous",
         "multicast_rx_bytes_joined",
         "secondary_rx_bytes",
+        "secondary_rx_bytes_moved",
+        "foreign_rx_bytes_all_unicast",
     ] {
         assert!(
             counted(key) >= frames * frame,

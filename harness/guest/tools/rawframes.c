@@ -3,13 +3,14 @@
  * rawframes: sends COUNT raw Ethernet frames of SIZE bytes (header included) with ETHERTYPE from
  * IFACE to DSTMAC through an AF_PACKET socket, for tests that feed a driver malformed frames. The
  * second form sends well-formed IPv4/UDP datagrams (to port 9) whose UDP checksum is wrong. The
- * third adds MAC to IFACE's secondary unicast addresses (a PACKET_MR_UNICAST membership, as a
- * macvlan or a bridge port adds one) until SECONDS pass or a SIGTERM comes, printing "member" once
- * the receive filter has it and "left" once it has not.
+ * third adds MAC, and the COUNT - 1 addresses after it (1 by default), to IFACE's secondary unicast
+ * addresses (PACKET_MR_UNICAST memberships, as a macvlan or a bridge port adds one) until SECONDS
+ * pass or a SIGTERM comes, printing "member" once the receive filter has them and "left" once it
+ * has not.
  *
  *   rawframes IFACE DSTMAC ETHERTYPE SIZE COUNT      e.g. rawframes eth0 52:54:00:12:34:00 0x88b5 60 10
  *   rawframes IFACE DSTMAC udp-bad-checksum SRC_IP DST_IP COUNT
- *   rawframes IFACE MAC unicast-member SECONDS
+ *   rawframes IFACE MAC unicast-member SECONDS [COUNT]
  */
 #include <arpa/inet.h>
 #include <linux/if_packet.h>
@@ -104,11 +105,29 @@ static int sync_rx_mode(int fd, const char *iface)
 	return 0;
 }
 
+/* Adds (PACKET_ADD_MEMBERSHIP) or drops COUNT addresses from MAC up, the last byte counting. */
+static int unicast_memberships(int fd, int option, struct packet_mreq *mreq, long count)
+{
+	unsigned char first = mreq->mr_address[5];
+	long i;
+	int ret = 0;
+
+	for (i = 0; i < count && ret == 0; i++) {
+		mreq->mr_address[5] = first + i;
+		ret = setsockopt(fd, SOL_PACKET, option, mreq, sizeof(*mreq));
+	}
+	mreq->mr_address[5] = first;
+	if (ret < 0)
+		perror("rawframes: unicast membership");
+	return ret;
+}
+
 /*
- * The third form: MAC a secondary unicast address of IFACE until SECONDS pass or a SIGTERM comes;
- * "member" once the receive filter has it, "left" once it has not.
+ * The third form: MAC (and the COUNT - 1 addresses after it) secondary unicast addresses of IFACE
+ * until SECONDS pass or a SIGTERM comes; "member" once the receive filter has them, "left" once it
+ * has not.
  */
-static int unicast_member(const char *iface, const unsigned char *mac, long seconds)
+static int unicast_member(const char *iface, const unsigned char *mac, long seconds, long count)
 {
 	struct packet_mreq mreq = { .mr_type = PACKET_MR_UNICAST, .mr_alen = 6 };
 	struct sigaction on_term = { .sa_handler = leave };
@@ -120,6 +139,10 @@ static int unicast_member(const char *iface, const unsigned char *mac, long seco
 		perror("rawframes: interface");
 		return 1;
 	}
+	if (count < 1 || count > 256 - mac[5]) {
+		fprintf(stderr, "rawframes: COUNT must be 1 to %d from this address\n", 256 - mac[5]);
+		return 2;
+	}
 	memcpy(mreq.mr_address, mac, 6);
 	/* Held back until sigsuspend, so that none comes between the test and the wait. */
 	sigemptyset(&ending);
@@ -130,22 +153,20 @@ static int unicast_member(const char *iface, const unsigned char *mac, long seco
 	sigaction(SIGALRM, &on_term, NULL);
 	/* Protocol 0: the socket receives nothing, it only holds the membership. */
 	fd = socket(AF_PACKET, SOCK_RAW, 0);
-	if (fd < 0 || setsockopt(fd, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mreq, sizeof(mreq)) < 0) {
-		perror("rawframes: unicast membership");
+	if (fd < 0) {
+		perror("rawframes: socket");
 		return 1;
 	}
-	if (sync_rx_mode(fd, iface) < 0)
+	if (unicast_memberships(fd, PACKET_ADD_MEMBERSHIP, &mreq, count) < 0 ||
+	    sync_rx_mode(fd, iface) < 0)
 		return 1;
 	printf("member\n");
 	fflush(stdout);
 	alarm(seconds);
 	while (!leaving)
 		sigsuspend(&others);
-	if (setsockopt(fd, SOL_PACKET, PACKET_DROP_MEMBERSHIP, &mreq, sizeof(mreq)) < 0) {
-		perror("rawframes: unicast membership");
-		return 1;
-	}
-	if (sync_rx_mode(fd, iface) < 0)
+	if (unicast_memberships(fd, PACKET_DROP_MEMBERSHIP, &mreq, count) < 0 ||
+	    sync_rx_mode(fd, iface) < 0)
 		return 1;
 	printf("left\n");
 	return 0;
@@ -163,7 +184,7 @@ int main(int argc, char **argv)
 	if (argc < 5 || argc > 7) {
 		fprintf(stderr, "usage: rawframes IFACE DSTMAC ETHERTYPE SIZE COUNT\n"
 			"       rawframes IFACE DSTMAC udp-bad-checksum SRC_IP DST_IP COUNT\n"
-			"       rawframes IFACE MAC unicast-member SECONDS\n");
+			"       rawframes IFACE MAC unicast-member SECONDS [COUNT]\n");
 		return 2;
 	}
 	if (sscanf(argv[2], "%hhx:%hhx:%hhx:%hhx:%hhx:%hhx", &dst[0], &dst[1], &dst[2], &dst[3],
@@ -172,11 +193,12 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (strcmp(argv[3], "unicast-member") == 0) {
-		if (argc != 5) {
-			fprintf(stderr, "rawframes: unicast-member takes SECONDS\n");
+		if (argc > 6) {
+			fprintf(stderr, "rawframes: unicast-member takes SECONDS [COUNT]\n");
 			return 2;
 		}
-		return unicast_member(argv[1], dst, strtol(argv[4], NULL, 0));
+		return unicast_member(argv[1], dst, strtol(argv[4], NULL, 0),
+				      argc == 6 ? strtol(argv[5], NULL, 0) : 1);
 	}
 	if (argc == 5) {
 		fprintf(stderr, "rawframes: ETHERTYPE SIZE COUNT, or udp-bad-checksum SRC_IP DST_IP COUNT\n");
