@@ -1,4 +1,5 @@
-//! A VM's description and the QEMU command line it turns into. TCG only: the machines here have no VT-x.
+//! A VM's description and the QEMU command line it turns into. TCG only: the machines here have no
+//! VT-x.
 
 use std::net::UdpSocket;
 use std::os::fd::AsRawFd;
@@ -187,8 +188,8 @@ impl Vm {
     }
 
     /// Boots without kmemleak and DMA-API debugging, for benchmarks. Both record a stack trace for
-    /// every tracked allocation and mapping, which costs more than the rest of an I/O and grows with
-    /// the depth of the caller's stack; tests keep them on.
+    /// every tracked allocation and mapping, which costs more than the rest of an I/O and grows
+    /// with the depth of the caller's stack; tests keep them on.
     pub fn without_debug_checks(mut self) -> Vm {
         self.debug_checks = false;
         self
@@ -242,8 +243,8 @@ impl Vm {
         self.cmdline("acpi=noirq")
     }
 
-    /// An out-of-tree module directory (relative to the repository root) to build; its `.ko` files go to
-    /// `/modules/` in the guest.
+    /// An out-of-tree module directory (relative to the repository root) to build; its `.ko` files
+    /// go to `/modules/` in the guest.
     pub fn module(mut self, dir: impl AsRef<Path>) -> Vm {
         self.modules.push(dir.as_ref().to_path_buf());
         self
@@ -301,8 +302,8 @@ impl Vm {
         self
     }
 
-    /// Attaches an NVMe controller with one namespace per drive; its QEMU id is `nvme<N>` in the order
-    /// controllers were added (for QMP `device_del`), its namespaces' `nvme<N>ns<NSID>`.
+    /// Attaches an NVMe controller with one namespace per drive; its QEMU id is `nvme<N>` in the
+    /// order controllers were added (for QMP `device_del`), its namespaces' `nvme<N>ns<NSID>`.
     pub fn nvme(mut self, namespaces: Vec<Drive>) -> Vm {
         self.nvme.push(namespaces);
         self

@@ -31,8 +31,8 @@ impl Qmp {
         Ok(qmp)
     }
 
-    /// Runs `command` with `arguments` (a JSON object) and returns the JSON text of its `return` value.
-    /// Asynchronous events that arrive meanwhile are skipped.
+    /// Runs `command` with `arguments` (a JSON object) and returns the JSON text of its `return`
+    /// value. Asynchronous events that arrive meanwhile are skipped.
     pub fn execute(&mut self, command: &str, arguments: &str) -> Result<String> {
         writeln!(
             self.writer,

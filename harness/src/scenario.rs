@@ -35,9 +35,10 @@ pub struct Scenario {
 
 /// A socket netdev pair on 127.0.0.1 between two VMs of a scenario: UDP datagrams, one frame each.
 ///
-/// The stream flavour (`listen=`/`connect=`, [`NetBackend::SocketListen`]) stalls in QEMU 7.2: traffic
-/// from the connecting side towards the listening side stops for good after a few hundred frames (seen
-/// here with the C e1000 on both ends). Datagrams behave like a wire: a frame nobody takes is dropped.
+/// The stream flavour (`listen=`/`connect=`, [`NetBackend::SocketListen`]) stalls in QEMU 7.2:
+/// traffic from the connecting side towards the listening side stops for good after a few hundred
+/// frames (seen here with the C e1000 on both ends). Datagrams behave like a wire: a frame nobody
+/// takes is dropped.
 ///
 /// The harness opens both sockets and QEMU inherits them (`-netdev dgram,local.type=fd`), so that
 /// each can have a receive buffer of [`SocketLink::RECEIVE_BUFFER`]: with the default (208 KiB,
@@ -288,8 +289,8 @@ impl Scenario {
         self
     }
 
-    /// Builds, boots and waits for every VM, then checks what they left. `Err` carries a message naming
-    /// every failed check, every kernel problem report and the log files to read.
+    /// Builds, boots and waits for every VM, then checks what they left. `Err` carries a message
+    /// naming every failed check, every kernel problem report and the log files to read.
     pub fn run(mut self) -> Result<Outcome> {
         // Two cores: VMs of different tests take turns.
         static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -543,8 +544,8 @@ impl Scenario {
     }
 }
 
-/// Waits until something listens on 127.0.0.1:`port` (read from /proc/net/tcp, so as not to take the one
-/// connection QEMU accepts).
+/// Waits until something listens on 127.0.0.1:`port` (read from /proc/net/tcp, so as not to take
+/// the one connection QEMU accepts).
 fn wait_listening(port: u16, limit: Duration) -> Result<()> {
     let needle = format!("0100007F:{port:04X}");
     let start = Instant::now();
