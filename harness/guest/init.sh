@@ -185,6 +185,20 @@ probe_sweep_left() {
 # pci_bound ADDRESS: the PCI function at ADDRESS has a driver.
 pci_bound() { [ -e "/sys/bus/pci/devices/$1/driver" ]; }
 
+# pci_functions VENDOR:DEVICE: the addresses of the PCI functions with that ID (e.g.
+# 0x8086:0x100e), sorted.
+pci_functions() {
+	for pci_dir in /sys/bus/pci/devices/*; do
+		[ "$(cat "$pci_dir/vendor"):$(cat "$pci_dir/device")" = "$1" ] && echo "${pci_dir##*/}"
+	done | sort
+}
+
+# iface_of ADDRESS: the network interface of the PCI function at ADDRESS; fails if it has none.
+iface_of() { ls "/sys/bus/pci/devices/$1/net" 2>/dev/null | head -n 1 | grep .; }
+
+# net_stat IFACE NAME: a counter of IFACE (/sys/class/net/IFACE/statistics/NAME).
+net_stat() { cat "/sys/class/net/$1/statistics/$2"; }
+
 # Leaks from before the scenario (boot) are not the scenario's.
 [ -e /sys/kernel/debug/kmemleak ] && echo clear >/sys/kernel/debug/kmemleak
 

@@ -16,7 +16,7 @@ up() {
     ip link set eth0 up && ip addr add "$1/16" dev eth0 && ip -6 addr add "$2/64" dev eth0
 }
 # stat NAME: a counter of eth0
-stat() { cat "/sys/class/net/eth0/statistics/$1"; }
+stat() { net_stat eth0 "$1"; }
 "#;
 
 fn scenario(name: &str, dut_script: &str, peer_script: &str) -> Scenario {

@@ -11,14 +11,12 @@
 use harness::{NetBackend, Scenario, Vm};
 
 const SCRIPT: &str = r#"
-set -- $(for d in /sys/bus/pci/devices/*; do
-    [ "$(cat "$d/vendor"):$(cat "$d/device")" = 0x8086:0x100e ] && echo "${d##*/}"; done | sort)
+set -- $(pci_functions 0x8086:0x100e)
 rs_pci=$1 c_pci=$2
 echo e1000_rs >/sys/bus/pci/devices/$rs_pci/driver_override
 echo e1000 >/sys/bus/pci/devices/$c_pci/driver_override
 check load-c-e1000 insmod /modules/e1000.ko
 check load insmod /modules/e1000_rs.ko
-iface_of() { ls "/sys/bus/pci/devices/$1/net" 2>/dev/null | head -n 1 | grep .; }
 check interface wait_for 10 iface_of $rs_pci
 check unbind sh -c "echo $rs_pci >/sys/bus/pci/drivers/e1000_rs/unbind"
 
@@ -46,10 +44,9 @@ check open ip link set $rs_if up
 check c-open ip link set $c_if up
 check carrier wait_for 30 grep -qx 1 /sys/class/net/$rs_if/carrier
 check c-carrier wait_for 30 grep -qx 1 /sys/class/net/$c_if/carrier
-# stat IFACE NAME: a counter of IFACE; received_at_least IFACE N: it has received N frames.
-stat() { cat /sys/class/net/$1/statistics/$2; }
-received_at_least() { [ $(stat $1 rx_packets) -ge $2 ]; }
-rs_rx=$(stat $rs_if rx_packets) c_rx=$(stat $c_if rx_packets)
+# received_at_least IFACE N: IFACE has received N frames.
+received_at_least() { [ $(net_stat $1 rx_packets) -ge $2 ]; }
+rs_rx=$(net_stat $rs_if rx_packets) c_rx=$(net_stat $c_if rx_packets)
 check frames-to-rs rawframes $c_if "$(cat /sys/class/net/$rs_if/address)" 0x88b5 1514 20
 check frames-from-rs rawframes $rs_if "$(cat /sys/class/net/$c_if/address)" 0x88b5 1514 20
 check rs-received wait_for 10 received_at_least $rs_if $((rs_rx + 20))
@@ -62,7 +59,7 @@ check c-received wait_for 10 received_at_least $c_if $((c_rx + 20))
 # frames with a bad header (1514 bytes) and UDP datagrams with a bad checksum (106 bytes: copied
 # out in either configuration) are dropped by IP and UDP, which do not count them as the
 # interface's drops.
-rs_stat() { stat $rs_if $1; }
+rs_stat() { net_stat $rs_if $1; }
 counted() { echo $(( $(rs_stat rx_packets) + $(rs_stat rx_dropped) )); }
 counted_at_least() { [ $(counted) -ge $1 ]; }
 fail_atomic_page_allocations() {

@@ -408,23 +408,20 @@ impl E1000<'_> {
     pub(crate) fn set_rx_mode(
         &self,
         mode: RxMode,
-        addresses: impl Iterator<Item = MacAddress>,
+        mut addresses: impl Iterator<Item = MacAddress>,
         groups: impl Iterator<Item = MacAddress>,
     ) {
         if !self.running.load(Ordering::Acquire) {
             return;
         }
-        let mut entry = 1;
-        let mut all_unicast = false;
-        for address in addresses {
-            if entry == regs::RAR_ENTRIES {
-                all_unicast = true;
-                break;
-            }
+        let mut unused = 1;
+        for (entry, address) in (1..regs::RAR_ENTRIES).zip(&mut addresses) {
             write_receive_address(&self.bar, entry, Some(&address));
-            entry += 1;
+            unused = entry + 1;
         }
-        clear_receive_addresses(&self.bar, entry);
+        clear_receive_addresses(&self.bar, unused);
+        // `zip` stops at the last entry without taking an address: any left did not fit.
+        let all_unicast = addresses.next().is_some();
         let mut table = [0u32; regs::MTA_ENTRIES];
         for group in groups {
             let bit = mta_bit(&group);

@@ -53,13 +53,11 @@ const VARIANTS: [Variant; 3] = [
     ),
 ];
 
-/// Shell functions both VMs use: their two NICs by PCI address (sorted: the NIC on link `a`
-/// first), and each NIC's interface.
+/// What both VMs' scripts start with: their two NICs by PCI address (sorted: the NIC on link `a`
+/// first), and a way to bring one up.
 const NICS: &str = r#"
-set -- $(for d in /sys/bus/pci/devices/*; do
-    [ "$(cat "$d/vendor"):$(cat "$d/device")" = 0x8086:0x100e ] && echo "${d##*/}"; done | sort)
+set -- $(pci_functions 0x8086:0x100e)
 nic_a=$1 nic_b=$2
-iface_of() { ls "/sys/bus/pci/devices/$1/net" 2>/dev/null | head -n 1 | grep .; }
 # up PCI ADDRESS: brings the NIC's interface up with ADDRESS/24.
 up() { dev=$(iface_of "$1") && ip link set "$dev" up && ip addr add "$2/24" dev "$dev"; }
 "#;
