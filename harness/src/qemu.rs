@@ -53,7 +53,8 @@ pub enum Drive {
         /// Size in bytes.
         size: u64,
     },
-    /// A raw image file of the given size, created fresh (sparse) for the run.
+    /// A raw image file of the given size, created fresh (sparse) for the run. Discards punch
+    /// holes in it (`discard=unmap`).
     Raw {
         /// Size in bytes.
         size: u64,
@@ -471,7 +472,7 @@ impl Vm {
                         let f = std::fs::File::create(&image)?;
                         f.set_len(*size)?;
                         format!(
-                            "driver=raw,node-name={id},file.driver=file,file.filename={},file.aio=threads,cache.direct=off",
+                            "driver=raw,node-name={id},discard=unmap,file.driver=file,file.filename={},file.aio=threads,file.discard=unmap,cache.direct=off",
                             image.display()
                         )
                     }

@@ -156,6 +156,30 @@ impl<P> Request<P> {
         flags & (1 << bindings::req_flag_bits___REQ_FUA) != 0
     }
 
+    /// How many ranges this discard carries (`blk_rq_nr_discard_segments`): with more than one,
+    /// one per bio, as [`Request::bio_ranges`] lists them; with one, the request's whole span.
+    pub(crate) fn discard_segments(&self) -> u16 {
+        // SAFETY: As above.
+        unsafe { (*self.as_raw()).nr_phys_segments }.max(1)
+    }
+
+    /// Whether the disk takes discards of several ranges (`queue_max_discard_segments` > 1); if
+    /// not, the block layer merges only adjacent discards, into one range.
+    pub(crate) fn multi_range_discards(&self) -> bool {
+        // SAFETY: A live request has a live queue.
+        unsafe { (*(*self.as_raw()).q).limits.max_discard_segments > 1 }
+    }
+
+    /// The first sector and the bytes of each of the request's bios (`__rq_for_each_bio`): a
+    /// discard's ranges.
+    pub(crate) fn bio_ranges(&self) -> BioRanges<'_> {
+        BioRanges {
+            // SAFETY: A live request, which the driver holds: its bios stay until it ends.
+            bio: unsafe { (*self.as_raw()).bio },
+            _request: PhantomData,
+        }
+    }
+
     /// The queue data (`queuedata`) of the disk this request is for.
     pub(crate) fn queue_data(&self) -> *mut c_void {
         // SAFETY: A live request has a live queue.
@@ -336,6 +360,33 @@ pub(crate) struct DataPieces<'r> {
     vecs: *const bindings::bio_vec,
     iter: bindings::bvec_iter,
     _request: PhantomData<&'r ()>,
+}
+
+/// The ranges of a request's bios, from [`Request::bio_ranges`].
+///
+/// # Invariants
+///
+/// `bio` is null or a live bio of a request that lives for `'r`.
+pub(crate) struct BioRanges<'r> {
+    bio: *mut bindings::bio,
+    _request: PhantomData<&'r ()>,
+}
+
+impl Iterator for BioRanges<'_> {
+    /// First sector and bytes.
+    type Item = (u64, u32);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.bio.is_null() {
+            return None;
+        }
+        // SAFETY: A live bio of the request (type invariant); it links the next one, null after
+        // the last.
+        let (iter, next) = unsafe { ((*self.bio).bi_iter, (*self.bio).bi_next) };
+        // INVARIANT: The request's next bio, or null.
+        self.bio = next;
+        Some((iter.bi_sector, iter.bi_size))
+    }
 }
 
 /// The vectors of `bio` and an iterator over all of its data; nothing for a null `bio`.
@@ -550,6 +601,8 @@ pub(crate) struct DiskConfig<'n> {
     pub(crate) max_discard_sectors: u32,
     /// The discard size and alignment the device prefers, in bytes.
     pub(crate) discard_granularity: u32,
+    /// The most ranges one discard may carry.
+    pub(crate) max_discard_segments: u16,
     /// Largest write zeroes in sectors; 0 for none.
     pub(crate) max_write_zeroes_sectors: u32,
 }
@@ -601,7 +654,7 @@ impl Disk {
         lim.max_write_zeroes_sectors = config.max_write_zeroes_sectors;
         if config.max_discard_sectors > 0 {
             lim.max_hw_discard_sectors = config.max_discard_sectors;
-            lim.max_discard_segments = 1;
+            lim.max_discard_segments = config.max_discard_segments;
             lim.discard_granularity = config.discard_granularity;
         }
         // SAFETY: A live tag set; `lim` is read during the call only.

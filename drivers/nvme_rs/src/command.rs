@@ -115,6 +115,11 @@ pub(crate) const RW_FUA: u32 = 1 << 30;
 
 /// Dataset Management: Attribute - Deallocate.
 pub(crate) const DSM_ATTR_DEALLOCATE: u32 = 1 << 2;
+/// The most ranges a Dataset Management command holds (its Number of Ranges is 0's based, 8 bits).
+pub(crate) const DSM_MAX_RANGES: u16 = 256;
+/// The bytes of one Dataset Management range: context attributes, length in logical blocks, and
+/// starting LBA.
+pub(crate) const DSM_RANGE_BYTES: usize = 16;
 
 /// Identify Controller, Optional Admin Command Support: Doorbell Buffer Config.
 pub(crate) const OACS_DOORBELL_BUFFER_CONFIG: u16 = 1 << 8;
@@ -166,6 +171,9 @@ impl IdentifyController {
 pub(crate) struct IdentifyNvmController {
     /// Write Zeroes Size Limit, as a power of two of the minimum page size; 0 is no limit.
     pub(crate) wzsl: u8,
+    /// Dataset Management Ranges Limit, the most ranges in one command; 0 is no limit (the
+    /// command's own, [`DSM_MAX_RANGES`]).
+    pub(crate) dmrl: u8,
     /// Dataset Management Range Size Limit, in logical blocks; 0 is no limit.
     pub(crate) dmrsl: u32,
 }
@@ -178,6 +186,7 @@ impl IdentifyNvmController {
         }
         Ok(Self {
             wzsl: raw[1],
+            dmrl: raw[3],
             dmrsl: u32::from_le_bytes([raw[4], raw[5], raw[6], raw[7]]),
         })
     }

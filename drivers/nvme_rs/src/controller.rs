@@ -17,6 +17,7 @@ use kernel::{
 
 use crate::admin::AdminQueue;
 use crate::blk;
+use crate::command;
 use crate::dma_local::Pool;
 use crate::io;
 use crate::regs::{self, Bar0, Cap};
@@ -26,6 +27,10 @@ use crate::shadow::ShadowDoorbells;
 pub(crate) const MAX_IO_QUEUES: usize = 16;
 /// Entries of a PRP list block from the pool: enough for the largest request plus its offset.
 pub(crate) const PRP_LIST_ENTRIES: usize = 128;
+/// Entries of a Dataset Management block: room for as many ranges as a command can hold, since a
+/// controller may read that much whatever the command's count says.
+pub(crate) const DSM_BLOCK_ENTRIES: usize =
+    command::DSM_MAX_RANGES as usize * command::DSM_RANGE_BYTES / 8;
 
 /// A bound NVMe controller's shared state.
 ///
@@ -39,8 +44,10 @@ pub(crate) struct Controller<'a> {
     pub(crate) cap: Cap,
     #[pin]
     pub(crate) admin: Mutex<AdminQueue<'a>>,
-    /// PRP lists and Dataset Management ranges.
+    /// PRP lists and SGL segments.
     pub(crate) prp_pool: Pool<'a, u64>,
+    /// Dataset Management ranges.
+    pub(crate) dsm_pool: Pool<'a, u64>,
     /// Shadow doorbells for up to `MAX_IO_QUEUES` I/O queues, used once the controller accepts
     /// them. Freed with the controller, after it was disabled: it may write the EventIdx buffer
     /// until then.
@@ -79,6 +86,13 @@ impl<'a> Controller<'a> {
                 c"nvme_rs prp",
                 PRP_LIST_ENTRIES,
                 PRP_LIST_ENTRIES * 8,
+                regs::PAGE_SIZE,
+            )?,
+            dsm_pool: Pool::new(
+                dev.as_ref(),
+                c"nvme_rs dsm",
+                DSM_BLOCK_ENTRIES,
+                DSM_BLOCK_ENTRIES * 8,
                 regs::PAGE_SIZE,
             )?,
             shadow: ShadowDoorbells::new(

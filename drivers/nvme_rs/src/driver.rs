@@ -267,6 +267,10 @@ impl<'bound> Nvme<'bound> {
                     .preferred_deallocate_blocks
                     .checked_mul(1 << ns.lba_shift)
                     .unwrap_or(1 << ns.lba_shift),
+                max_discard_segments: match nvm_id.dmrl {
+                    0 => command::DSM_MAX_RANGES,
+                    ranges => u16::from(ranges),
+                },
                 max_write_zeroes_sectors: write_zeroes_limit(
                     &id,
                     &nvm_id,
@@ -373,10 +377,13 @@ impl Drop for Nvme<'_> {
             });
         dev_info!(
             ctrl.pdev,
-            "removing; read/write commands sent: {} with PRPs, {} with SGLs, {} with FUA\n",
+            "removing; read/write commands sent: {} with PRPs, {} with SGLs, {} with FUA; \
+             dataset management commands sent: {} with {} ranges\n",
             sent.prps,
             sent.sgls,
-            sent.fua
+            sent.fua,
+            sent.dsm,
+            sent.dsm_ranges
         );
         if ctrl.is_present() && !ctrl.is_dead() {
             for queue in self.io_queues.iter() {

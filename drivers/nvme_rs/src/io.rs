@@ -89,6 +89,9 @@ pub(crate) struct IoQueue<'a> {
     prp_commands: AtomicU64,
     sgl_commands: AtomicU64,
     fua_commands: AtomicU64,
+    /// Dataset Management commands sent, and their ranges; counted as the ones above.
+    dsm_commands: AtomicU64,
+    dsm_ranges: AtomicU64,
     irq: u32,
     irq_requested: AtomicBool,
 }
@@ -130,6 +133,8 @@ impl<'a> IoQueue<'a> {
                 prp_commands: AtomicU64::new(0),
                 sgl_commands: AtomicU64::new(0),
                 fua_commands: AtomicU64::new(0),
+                dsm_commands: AtomicU64::new(0),
+                dsm_ranges: AtomicU64::new(0),
                 irq,
                 irq_requested: AtomicBool::new(false),
             }),
@@ -182,19 +187,29 @@ impl<'a> IoQueue<'a> {
         match pointer {
             DataPointer::Prps => bump(&self.prp_commands),
             DataPointer::Sgl => bump(&self.sgl_commands),
-            DataPointer::None => return,
+            DataPointer::None => {
+                if queued.opcode == nvm::DATASET_MANAGEMENT {
+                    bump(&self.dsm_commands);
+                    let ranges = u64::from(queued.cdw10 & 0xff) + 1;
+                    let sum = self.dsm_ranges.load(Ordering::Relaxed) + ranges;
+                    self.dsm_ranges.store(sum, Ordering::Relaxed);
+                }
+                return;
+            }
         }
         if queued.cdw12 & command::RW_FUA != 0 {
             bump(&self.fua_commands);
         }
     }
 
-    /// How many read and write commands went out, by kind.
+    /// How many read, write and dataset management commands went out, by kind.
     pub(crate) fn sent_counts(&self) -> SentCounts {
         SentCounts {
             prps: self.prp_commands.load(Ordering::Relaxed),
             sgls: self.sgl_commands.load(Ordering::Relaxed),
             fua: self.fua_commands.load(Ordering::Relaxed),
+            dsm: self.dsm_commands.load(Ordering::Relaxed),
+            dsm_ranges: self.dsm_ranges.load(Ordering::Relaxed),
         }
     }
 
@@ -540,12 +555,15 @@ fn submit<'a>(
     pushed.map_err(|_| Status::IOERR)
 }
 
-/// Read and write commands sent: with PRPs, with SGLs (the two add up to all), and with FUA.
+/// Read and write commands sent: with PRPs, with SGLs (the two add up to all), and with FUA; and
+/// Dataset Management commands sent, and their ranges.
 #[derive(Clone, Copy, Default)]
 pub(crate) struct SentCounts {
     pub(crate) prps: u64,
     pub(crate) sgls: u64,
     pub(crate) fua: u64,
+    pub(crate) dsm: u64,
+    pub(crate) dsm_ranges: u64,
 }
 
 impl core::ops::Add for SentCounts {
@@ -556,6 +574,8 @@ impl core::ops::Add for SentCounts {
             prps: self.prps + other.prps,
             sgls: self.sgls + other.sgls,
             fua: self.fua + other.fua,
+            dsm: self.dsm + other.dsm,
+            dsm_ranges: self.dsm_ranges + other.dsm_ranges,
         }
     }
 }
@@ -608,24 +628,44 @@ fn prepare<'a>(
             DataPointer::None
         }
         Op::Discard => {
-            let blocks = ns.block_count(rq);
-            let mut range = queue
+            let mut ranges = queue
                 .ctrl
-                .prp_pool
-                .alloc_unzeroed(Gfp::ATOMIC | Gfp::NOWARN)
+                .dsm_pool
+                .alloc(Gfp::ATOMIC | Gfp::NOWARN)
                 .map_err(|_| Status::RESOURCE)?;
-            // One 16-byte range (`max_discard_segments` is 1), all written below, so the block
-            // need not be zeroed (nor the lists below, each written as far as the device reads):
-            // context attributes (none) and length in logical blocks, then the starting LBA.
-            range
-                .write(0, u64::from(blocks) << 32)
-                .and_then(|()| range.write(1, ns.first_block(rq)))
-                .map_err(|_| Status::IOERR)?;
+            // Each range: context attributes (none) and length in logical blocks, then the
+            // starting LBA. The rest of the block stays zero.
+            let mut write_range = |index: usize, first_block: u64, blocks: u32| {
+                ranges
+                    .write(2 * index, u64::from(blocks) << 32)
+                    .and_then(|()| ranges.write(2 * index + 1, first_block))
+                    .map_err(|_| Status::IOERR)
+            };
+            let count = rq.discard_segments();
+            if rq.multi_range_discards() {
+                let mut written = 0;
+                for (sector, bytes) in rq.bio_ranges() {
+                    if written < count {
+                        write_range(
+                            written.into(),
+                            sector >> (ns.lba_shift - 9),
+                            bytes >> ns.lba_shift,
+                        )?;
+                    }
+                    written += 1;
+                }
+                // The block layer counts a discard's bios as its segments.
+                if written != count {
+                    return Err(Status::IOERR);
+                }
+            } else {
+                write_range(0, ns.first_block(rq), ns.block_count(rq))?;
+            }
             command.opcode = nvm::DATASET_MANAGEMENT;
-            command.prp1 = range.dma_handle();
-            command.cdw10 = 0;
+            command.prp1 = ranges.dma_handle();
+            command.cdw10 = u32::from(count - 1);
             command.cdw11 = command::DSM_ATTR_DEALLOCATE;
-            pdu.list = Some(range);
+            pdu.list = Some(ranges);
             DataPointer::None
         }
         op @ (Op::Read | Op::Write) => {
