@@ -22,7 +22,9 @@ diag "c_disks=$c1,$c2"
 q() { cat "/sys/block/$1/$2"; }
 for n in 1 2; do
     for attr in size queue/logical_block_size queue/max_hw_sectors_kb queue/discard_max_hw_bytes queue/write_cache queue/fua \
-        queue/write_zeroes_max_bytes queue/discard_granularity queue/max_discard_segments; do
+        queue/write_zeroes_max_bytes queue/discard_granularity queue/max_discard_segments \
+        queue/write_zeroes_unmap_max_hw_bytes queue/nr_requests queue/atomic_write_max_bytes \
+        queue/atomic_write_unit_min_bytes queue/atomic_write_unit_max_bytes queue/atomic_write_boundary_bytes; do
         check "ns$n-${attr##*/}-as-c" test "$(q rsnvme0n$n $attr)" = "$(q "$(c_disk $n)" $attr)"
     done
 done
@@ -89,6 +91,19 @@ check reload-default reload
 diag "prp_phase_sgl_commands=$(sent '\2') prp_phase_prp_commands=$(sent '\1')"
 check prp-phase-used-only-prps test "$(sent '\2')" -eq 0 -a "$(sent '\1')" -gt 0
 
+# Queue depth (io_queue_depth, 1024 by default as in the C driver): the smallest queue, one
+# command in flight at a time, moves the same bytes; a depth out of range fails the probe, saying
+# why, and leaves no disk.
+check reload-smallest-queues reload io_queue_depth=2
+check smallest-queues-one-tag test "$(q rsnvme0n1 queue/nr_requests)" = 1
+check verify-via-smallest-queues blkio verify /dev/rsnvme0n1 0x5eed 64
+check unload-before-bad-depth rmmod nvme_rs
+insmod /modules/nvme_rs.ko io_queue_depth=4096
+check bad-depth-says-why sh -c 'dmesg | grep -q "nvme_rs .*io_queue_depth=4096 is not 2 to 4095"'
+check bad-depth-leaves-no-disk test ! -e /sys/block/rsnvme0n1
+check released-after-bad-depth pci_released $RS_PCI
+check reload-default-depth reload
+
 # Four writers at once, then four readers at once, on separate 32 MiB regions.
 run_parallel() {
     pids=""
@@ -129,6 +144,14 @@ done
 rs_sha=$(dd if=/dev/rsnvme0n2 bs=1M count=16 2>/dev/null | sha256sum | cut -d' ' -f1)
 c_sha=$(dd if=/dev/$c2 bs=1M count=16 2>/dev/null | sha256sum | cut -d' ' -f1)
 check discards-same-bytes-as-c test "$rs_sha" = "$c_sha"
+
+# Atomic writes (RWF_ATOMIC, never split): the disk takes one logical block whole, as the C driver's
+# does (QEMU states no atomic write unit of its own), and refuses larger ones, as the C driver's.
+for who in rs c; do
+    if [ $who = rs ]; then disk=rsnvme0n2; else disk=$c2; fi
+    check "atomic-write-$who" blkio atomic /dev/$disk 0xa7 512 2049
+    check "larger-atomic-write-refused-$who" sh -c "blkio atomic /dev/$disk 0xa7 1024 2050 | grep -q errno=EINVAL"
+done
 check reload-after-discards reload
 diag "dsm_commands=$(sent '\4') dsm_ranges=$(sent '\5')"
 check discard-of-two-ranges test "$(sent '\4')" = 2 -a "$(sent '\5')" = 3

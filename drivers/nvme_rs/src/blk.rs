@@ -49,6 +49,7 @@ impl Status {
     pub(crate) const TIMEOUT: Status = Status(2);
     pub(crate) const RESOURCE: Status = Status(9);
     pub(crate) const IOERR: Status = Status(10);
+    pub(crate) const INVAL: Status = Status(19);
 
     /// The raw value.
     pub(crate) fn raw(self) -> bindings::blk_status_t {
@@ -145,6 +146,26 @@ impl<P> Request<P> {
             bindings::req_op_REQ_OP_DISCARD => Op::Discard,
             bindings::req_op_REQ_OP_WRITE_ZEROES => Op::WriteZeroes,
             other => Op::Other(other),
+        }
+    }
+
+    /// Whether the write must reach the medium whole or not at all (`REQ_ATOMIC`, `RWF_ATOMIC`).
+    pub(crate) fn is_atomic(&self) -> bool {
+        // SAFETY: As above.
+        let flags = unsafe { (*self.as_raw()).cmd_flags };
+        flags & (1 << bindings::req_flag_bits___REQ_ATOMIC) != 0
+    }
+
+    /// The disk's atomic write limits: the largest unit and the boundary (0 for none), in bytes.
+    pub(crate) fn atomic_write_limits(&self) -> (u32, u32) {
+        // SAFETY: A live request has a live queue; its limits change only while it is frozen,
+        // which waits for this request.
+        unsafe {
+            let q = (*self.as_raw()).q;
+            (
+                (*q).limits.atomic_write_unit_max,
+                (*q).limits.atomic_write_hw_boundary,
+            )
         }
     }
 
@@ -605,6 +626,9 @@ pub(crate) struct DiskConfig<'n> {
     pub(crate) max_discard_segments: u16,
     /// Largest write zeroes in sectors; 0 for none.
     pub(crate) max_write_zeroes_sectors: u32,
+    /// The largest write the disk keeps whole, and the boundary such a write must not cross
+    /// (0 for none), in bytes; `None` for no atomic writes.
+    pub(crate) atomic_write: Option<(u32, u32)>,
 }
 
 /// A `struct gendisk` of a tag set, added to the system until dropped.
@@ -627,6 +651,8 @@ unsafe impl Sync for Disk {}
 /// driver) features; checked in `blk_shim.c`.
 const BLK_FEAT_WRITE_CACHE: u32 = 1 << 0;
 const BLK_FEAT_FUA: u32 = 1 << 1;
+/// `BLK_FEAT_ATOMIC_WRITES`: writes marked atomic (`RWF_ATOMIC`) reach the driver unsplit.
+const BLK_FEAT_ATOMIC_WRITES: u32 = 1 << 14;
 
 impl Disk {
     /// Allocates a disk with its request queue on `set`; `queuedata` is what the queue's requests
@@ -652,6 +678,14 @@ impl Disk {
             lim.features |= BLK_FEAT_WRITE_CACHE | BLK_FEAT_FUA;
         }
         lim.max_write_zeroes_sectors = config.max_write_zeroes_sectors;
+        if let Some((max, boundary)) = config.atomic_write.filter(|&(max, _)| max > 0) {
+            lim.atomic_write_hw_max = max;
+            lim.atomic_write_hw_boundary = boundary;
+            lim.atomic_write_hw_unit_min = config.logical_block_size;
+            // The largest power of two that fits.
+            lim.atomic_write_hw_unit_max = 1 << max.ilog2();
+            lim.features |= BLK_FEAT_ATOMIC_WRITES;
+        }
         if config.max_discard_sectors > 0 {
             lim.max_hw_discard_sectors = config.max_discard_sectors;
             lim.max_discard_segments = config.max_discard_segments;

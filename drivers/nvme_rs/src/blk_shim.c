@@ -12,6 +12,7 @@ static_assert((__force u8)BLK_STS_OK == 0 && (__force u8)BLK_STS_NOTSUPP == 1);
 static_assert((__force u8)BLK_STS_TIMEOUT == 2 && (__force u8)BLK_STS_RESOURCE == 9);
 static_assert((__force u8)BLK_STS_IOERR == 10);
 static_assert((__force u32)BLK_FEAT_WRITE_CACHE == 1 && (__force u32)BLK_FEAT_FUA == 2);
+static_assert((__force u32)BLK_FEAT_ATOMIC_WRITES == 1 << 14 && (__force u8)BLK_STS_INVAL == 19);
 /* Request::op in src/blk.rs reads the field behind this. */
 static_assert((__force u32)REQ_OP_MASK == (1 << REQ_OP_BITS) - 1);
 

@@ -203,6 +203,18 @@ pub(crate) struct IdentifyNamespace {
     /// The deallocate granularity and alignment the namespace prefers (NPDG, NPDA), the larger, in
     /// logical blocks; 1 when it states neither.
     pub(crate) preferred_deallocate_blocks: u32,
+    /// What the namespace writes whole even through a power failure, if the block layer can
+    /// describe it: not when the atomic boundaries start at an offset (NABO).
+    pub(crate) atomic_write: Option<AtomicWrite>,
+}
+
+/// A namespace's atomic write unit, in logical blocks.
+pub(crate) struct AtomicWrite {
+    /// The largest write kept whole: NAWUPF where NSFEAT says the namespace states its own,
+    /// otherwise one block, as in the C driver, which does not trust the controller's AWUPF.
+    pub(crate) blocks: u32,
+    /// The boundary such a write must not cross (NABSPF); 0 for none.
+    pub(crate) boundary_blocks: u32,
 }
 
 impl IdentifyNamespace {
@@ -228,11 +240,32 @@ impl IdentifyNamespace {
             1
         };
         let npda = if optperf != 0 { from_zero_based(70) } else { 1 };
+        let le16 = |at: usize| u16::from_le_bytes([raw[at], raw[at + 1]]);
+        // NSFEAT bit 1: NAWUN, NAWUPF and NACWU are the namespace's own.
+        let (nawupf, nabspf, nabo) = (le16(36), le16(44), le16(42));
+        let atomic_write = (nabo == 0).then(|| {
+            if raw[24] & 0x2 != 0 && nawupf != 0 {
+                AtomicWrite {
+                    blocks: u32::from(nawupf) + 1,
+                    boundary_blocks: if nabspf != 0 {
+                        u32::from(nabspf) + 1
+                    } else {
+                        0
+                    },
+                }
+            } else {
+                AtomicWrite {
+                    blocks: 1,
+                    boundary_blocks: 0,
+                }
+            }
+        });
         Ok(Self {
             nsze: u64::from_le_bytes(nsze),
             lba_shift: u32::from(raw[lbaf + 2]),
             metadata_size: u16::from_le_bytes([raw[lbaf], raw[lbaf + 1]]),
             preferred_deallocate_blocks: npdg.max(npda),
+            atomic_write,
         })
     }
 }

@@ -51,6 +51,10 @@ kernel::module_pci_driver! {
             description: "Use SGLs for requests whose segments average at least this many bytes \
                 (0: PRPs only)",
         },
+        io_queue_depth: u32 {
+            default: 1024,
+            description: "Entries of each I/O queue, 2 to 4095 (the controller may take fewer)",
+        },
         io_timeout: u32 {
             default: 30,
             description: "Seconds an I/O command may take before the driver aborts it \
@@ -143,6 +147,13 @@ impl<'bound> Nvme<'bound> {
             instance: Instance::take()?,
         };
         let ctrl = nvme.ctrl.clone();
+        // As in the C driver; blk-mq gets one tag fewer, so a queue can never overflow.
+        let depth = crate::module_parameters::io_queue_depth.value();
+        if !(2..4096).contains(&depth) {
+            dev_err!(pdev, "io_queue_depth={} is not 2 to 4095\n", depth);
+            return Err(EINVAL);
+        }
+        let depth = depth.min(ctrl.cap.max_queue_entries()) as u16;
         let buf = Coherent::<u8>::alloc(pdev.as_ref(), admin::IDENTIFY_SIZE, Gfp::KERNEL)?;
         let id = IdentifyController::parse(&ctrl.admin.lock().identify(
             &ctrl.bar,
@@ -181,6 +192,7 @@ impl<'bound> Nvme<'bound> {
             let queue = IoQueue::new(
                 ctrl.clone(),
                 index as u16 + 1,
+                depth,
                 index as u16,
                 irq,
                 sgl_threshold,
@@ -271,6 +283,12 @@ impl<'bound> Nvme<'bound> {
                     0 => command::DSM_MAX_RANGES,
                     ranges => u16::from(ranges),
                 },
+                atomic_write: ns.atomic_write.map(|unit| {
+                    (
+                        unit.blocks << ns.lba_shift,
+                        unit.boundary_blocks << ns.lba_shift,
+                    )
+                }),
                 max_write_zeroes_sectors: write_zeroes_limit(
                     &id,
                     &nvm_id,

@@ -33,8 +33,6 @@ use crate::regs::PAGE_SIZE;
 pub(crate) const MAX_SEGMENTS: usize = PRP_LIST_ENTRIES + 1;
 /// The largest request in bytes.
 pub(crate) const MAX_TRANSFER: usize = PRP_LIST_ENTRIES * PAGE_SIZE;
-/// Entries of each I/O queue; blk-mq gets one tag fewer, so a queue can never overflow.
-pub(crate) const IO_QUEUE_DEPTH: u16 = 256;
 
 /// A namespace as its disk's requests see it (the disk's `queuedata`).
 pub(crate) struct Namespace {
@@ -97,19 +95,18 @@ pub(crate) struct IoQueue<'a> {
 }
 
 impl<'a> IoQueue<'a> {
-    /// Allocates queue pair `qid`, creates it on the controller with completions interrupting on
-    /// MSI-X/MSI `vector` (Linux IRQ `irq`), and requests the IRQ.
+    /// Allocates queue pair `qid` of `depth` entries, creates it on the controller with
+    /// completions interrupting on MSI-X/MSI `vector` (Linux IRQ `irq`), and requests the IRQ.
     pub(crate) fn new(
         ctrl: Arc<Controller<'a>>,
         qid: u16,
+        depth: u16,
         vector: u16,
         irq: u32,
         sgl_threshold: Option<usize>,
     ) -> Result<Pin<KBox<Self>>> {
         let dev: &'a Device<Bound> = ctrl.pdev.as_ref();
         let (sq_doorbell, cq_doorbell) = doorbells(qid, ctrl.stride());
-        let depth =
-            IO_QUEUE_DEPTH.min(ctrl.cap.max_queue_entries().min(u32::from(u16::MAX)) as u16);
         let sq = SubmissionQueue::new(dev, depth, sq_doorbell)?;
         let cq = CompletionQueue::new(dev, depth, cq_doorbell)?;
         {
@@ -610,6 +607,19 @@ fn set_block_range(
     Ok(())
 }
 
+/// Whether atomic write `rq` lies within the disk's atomic write limits. NVMe has no atomic write
+/// command: the controller keeps any write that does whole, and silently splits one that does not.
+/// The block layer sends only writes that fit; this is the C driver's check that it did.
+fn fits_atomic_write(rq: &Request<Pdu<'_>>) -> bool {
+    let (unit_max, boundary) = rq.atomic_write_limits();
+    let bytes = rq.bytes();
+    let start = rq.sector() << 9;
+    let last = start + u64::from(bytes) - 1;
+    bytes <= unit_max
+        && (boundary == 0
+            || (bytes <= boundary && start / u64::from(boundary) == last / u64::from(boundary)))
+}
+
 /// Fills in `command` for `rq`, mapping its data into `pdu`.
 fn prepare<'a>(
     queue: &'a IoQueue<'a>,
@@ -676,6 +686,9 @@ fn prepare<'a>(
                 (nvm::WRITE, Direction::ToDevice)
             };
             set_block_range(command, opcode, ns, rq)?;
+            if rq.is_atomic() && !fits_atomic_write(rq) {
+                return Err(Status::INVAL);
+            }
             if rq.is_fua() {
                 command.cdw12 |= command::RW_FUA;
             }

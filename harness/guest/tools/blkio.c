@@ -22,6 +22,9 @@
  *                                           SLICE taking turns every SLICE seconds
  *   blkio hammer DEV SECONDS                4 KiB reads, each written back, at random offsets in
  *                                           the first 64 MiB until an I/O error or SECONDS pass
+ *   blkio atomic DEV SEED BYTES SECTOR      write BYTES of the SEED pattern at SECTOR as one
+ *                                           atomic write (RWF_ATOMIC: whole or not at all, never
+ *                                           split), read it back
  *
  * Each 8-byte word of the pattern depends on the seed and on its absolute byte offset, so every
  * sector checks on its own and data from the wrong LBA or from another seed never matches.
@@ -29,7 +32,8 @@
  * Output (stdout): "fill bytes=N seconds=S", "verify bytes=N mismatches=M seconds=S" and
  * "zero bytes=N nonzero=M seconds=S" (each plus "first_mismatch offset=N" where one is bad),
  * "bench dev=D mode=M bs=B qd=Q ios=N bytes=N seconds=S iops=X mbps=Y errors=E" (one per device),
- * "hammer ios=N errors=E last_errno=NAME|NUMBER|0|short|hung".
+ * "hammer ios=N errors=E last_errno=NAME|NUMBER|0|short|hung", "atomic bytes=N errno=NAME|NUMBER|0
+ * mismatches=M".
  *
  * Exit codes: 0 success; 1 I/O error, mismatch, or a request that never completed; 2 bad
  * arguments or setup failure (open, memory, io_setup); hammer: 0 when it ended on an I/O error
@@ -51,6 +55,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -83,6 +88,8 @@ static const char usage_text[] =
 	"        fall on all of them alike\n"
 	"  blkio hammer DEV SECONDS                4 KiB read+write-back in the first 64 MiB\n"
 	"                                          until an I/O error or SECONDS pass\n"
+	"  blkio atomic DEV SEED BYTES SECTOR      one atomic write (RWF_ATOMIC) of BYTES (a\n"
+	"                                          multiple of 512, max 8 MiB) at SECTOR, read back\n"
 	"SEED: decimal or 0x-hex 64-bit number. MIB, OFFSET_MIB, SPAN_MIB: decimal MiB.\n"
 	"exit: 0 ok (hammer: ended on an I/O error), 1 I/O error/mismatch/hung request,\n"
 	"      2 bad arguments or setup failure, 3 hammer ran out of time without an error\n";
@@ -871,6 +878,78 @@ static int cmd_hammer(int argc, char **argv)
 	return 3;
 }
 
+#ifndef RWF_ATOMIC
+#define RWF_ATOMIC 0x00000040
+#endif
+
+/* argv = atomic DEV SEED BYTES SECTOR */
+static int cmd_atomic(int argc, char **argv)
+{
+	uint64_t seed, bytes, sector, offset, mismatches = 0;
+	struct iovec iov;
+	const char *name;
+	ssize_t n;
+	char *buf;
+	int fd, err;
+
+	if (argc != 5)
+		return usage("%s takes DEV SEED BYTES SECTOR", argv[0]);
+	if (parse_u64(argv[2], 1, 0, UINT64_MAX, &seed))
+		return usage("bad SEED '%s': want a decimal or 0x-hex 64-bit number", argv[2]);
+	if (parse_u64(argv[3], 0, SECTOR, MAX_BS, &bytes) || bytes % SECTOR)
+		return usage("bad BYTES '%s': want a multiple of 512, at most 8 MiB", argv[3]);
+	if (parse_u64(argv[4], 0, 0, MAX_MIB * (MIB / SECTOR), &sector))
+		return usage("bad SECTOR '%s': want a decimal sector number", argv[4]);
+	offset = sector * SECTOR;
+	fd = open_device("atomic", argv[1], O_RDWR);
+	if (fd < 0)
+		return 2;
+	buf = aligned_buffer(bytes);
+	if (!buf) {
+		fprintf(stderr, "blkio: atomic: out of memory\n");
+		return 2;
+	}
+	for (uint64_t i = 0; i < bytes; i += 8) {
+		uint64_t word = pattern_word(seed, offset + i);
+
+		memcpy(buf + i, &word, 8);
+	}
+	iov.iov_base = buf;
+	iov.iov_len = bytes;
+	n = pwritev2(fd, &iov, 1, (off_t)offset, RWF_ATOMIC);
+	err = n < 0 ? errno : 0;
+	if (n >= 0 && (uint64_t)n != bytes) {
+		printf("atomic bytes=%zd errno=short mismatches=0\n", n);
+		return 1;
+	}
+	if (!err) {
+		memset(buf, 0, bytes);
+		if (transfer(fd, 0, buf, bytes, offset) != bytes) {
+			fprintf(stderr, "blkio: atomic: reading back: %s\n", strerror(errno));
+			return 1;
+		}
+		for (uint64_t i = 0; i < bytes; i += SECTOR) {
+			for (uint64_t j = i; j < i + SECTOR; j += 8) {
+				uint64_t word;
+
+				memcpy(&word, buf + j, 8);
+				if (word != pattern_word(seed, offset + j)) {
+					mismatches++;
+					break;
+				}
+			}
+		}
+	}
+	name = errno_name(err);
+	if (name || !err)
+		printf("atomic bytes=%" PRIu64 " errno=%s mismatches=%" PRIu64 "\n", bytes,
+		       err ? name : "0", mismatches);
+	else
+		printf("atomic bytes=%" PRIu64 " errno=%d mismatches=%" PRIu64 "\n", bytes, err,
+		       mismatches);
+	return err || mismatches ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
@@ -887,6 +966,8 @@ int main(int argc, char **argv)
 		return cmd_bench(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "hammer"))
 		return cmd_hammer(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "atomic"))
+		return cmd_atomic(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
 		fputs(usage_text, stdout);
 		return 0;
