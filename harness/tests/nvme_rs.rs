@@ -24,7 +24,8 @@ for n in 1 2; do
     for attr in size queue/logical_block_size queue/max_hw_sectors_kb queue/discard_max_hw_bytes queue/write_cache queue/fua \
         queue/write_zeroes_max_bytes queue/discard_granularity queue/max_discard_segments \
         queue/write_zeroes_unmap_max_hw_bytes queue/nr_requests queue/atomic_write_max_bytes \
-        queue/atomic_write_unit_min_bytes queue/atomic_write_unit_max_bytes queue/atomic_write_boundary_bytes; do
+        queue/atomic_write_unit_min_bytes queue/atomic_write_unit_max_bytes queue/atomic_write_boundary_bytes \
+        queue/virt_boundary_mask queue/max_segment_size queue/max_segments; do
         check "ns$n-${attr##*/}-as-c" test "$(q rsnvme0n$n $attr)" = "$(q "$(c_disk $n)" $attr)"
     done
 done
@@ -103,6 +104,17 @@ check bad-depth-says-why sh -c 'dmesg | grep -q "nvme_rs .*io_queue_depth=4096 i
 check bad-depth-leaves-no-disk test ! -e /sys/block/rsnvme0n1
 check released-after-bad-depth pci_released $RS_PCI
 check reload-default-depth reload
+
+# Data in pieces that PRPs cannot describe: eight 512-byte pieces, each from the middle of its own
+# page, in one pwritev and one preadv. The disk has no virtual boundary where the controller has
+# SGLs (as with the C driver), so the pieces make one request each way, which goes out as an SGL
+# even where the threshold would have PRPs (sgl_threshold=0). The C driver's disk moves the same.
+check reload-prps-preferred reload sgl_threshold=0
+check gapped-io blkio gapped /dev/rsnvme0n1 0x9a 8 131072
+check reload-after-gapped-io reload
+diag "gapped_phase_sgl_commands=$(sent '\2')"
+check gapped-io-one-sgl-each-way test "$(sent '\2')" = 2
+check c-gapped-io blkio gapped /dev/$c1 0x9a 8 131072
 
 # Four writers at once, then four readers at once, on separate 32 MiB regions.
 run_parallel() {

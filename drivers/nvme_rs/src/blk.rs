@@ -673,6 +673,9 @@ impl Disk {
         lim.max_hw_sectors = config.max_hw_sectors;
         lim.max_segments = config.max_segments;
         lim.virt_boundary_mask = config.virt_boundary_mask as kernel::ffi::c_ulong;
+        // Segments of any size, as in the C driver (the default would cap them at 64 KiB where
+        // there is no virtual boundary).
+        lim.max_segment_size = u32::MAX;
         lim.dma_alignment = 3;
         if config.write_cache {
             lim.features |= BLK_FEAT_WRITE_CACHE | BLK_FEAT_FUA;

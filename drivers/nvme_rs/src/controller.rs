@@ -25,8 +25,11 @@ use crate::shadow::ShadowDoorbells;
 
 /// The most I/O queues (and their interrupt vectors) this driver sets up.
 pub(crate) const MAX_IO_QUEUES: usize = 16;
-/// Entries of a PRP list block from the pool: enough for the largest request plus its offset.
+/// Entries of a PRP list: enough for the largest request plus its offset.
 pub(crate) const PRP_LIST_ENTRIES: usize = 128;
+/// Bytes of a list block from the pool, a page as in the C driver: a PRP list, or an SGL with a
+/// descriptor for each segment of the largest request.
+pub(crate) const LIST_BLOCK_BYTES: usize = regs::PAGE_SIZE;
 /// Entries of a Dataset Management block: room for as many ranges as a command can hold, since a
 /// controller may read that much whatever the command's count says.
 pub(crate) const DSM_BLOCK_ENTRIES: usize =
@@ -44,7 +47,7 @@ pub(crate) struct Controller<'a> {
     pub(crate) cap: Cap,
     #[pin]
     pub(crate) admin: Mutex<AdminQueue<'a>>,
-    /// PRP lists and SGL segments.
+    /// PRP lists and SGL segments, [`LIST_BLOCK_BYTES`] each.
     pub(crate) prp_pool: Pool<'a, u64>,
     /// Dataset Management ranges.
     pub(crate) dsm_pool: Pool<'a, u64>,
@@ -84,8 +87,8 @@ impl<'a> Controller<'a> {
             prp_pool: Pool::new(
                 dev.as_ref(),
                 c"nvme_rs prp",
-                PRP_LIST_ENTRIES,
-                PRP_LIST_ENTRIES * 8,
+                LIST_BLOCK_BYTES / 8,
+                LIST_BLOCK_BYTES,
                 regs::PAGE_SIZE,
             )?,
             dsm_pool: Pool::new(

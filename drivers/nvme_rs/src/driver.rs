@@ -49,7 +49,7 @@ kernel::module_pci_driver! {
         sgl_threshold: u32 {
             default: 32768,
             description: "Use SGLs for requests whose segments average at least this many bytes \
-                (0: PRPs only)",
+                (0: only where PRPs cannot describe the data)",
         },
         io_queue_depth: u32 {
             default: 1024,
@@ -174,6 +174,8 @@ impl<'bound> Nvme<'bound> {
             IdentifyNvmController::default()
         };
 
+        let sgls = id.sgls & command::SGLS_SUPPORTED_MASK != 0;
+
         // One I/O queue pair per CPU, as far as the controller and the interrupt vectors go.
         let wanted = kernel::cpu::nr_cpu_ids().clamp(1, MAX_IO_QUEUES as u32) as u16;
         let granted = ctrl.admin.lock().set_number_of_queues(&ctrl.bar, wanted)?;
@@ -186,9 +188,11 @@ impl<'bound> Nvme<'bound> {
         nvme.io_queues.reserve(count, GFP_KERNEL)?;
         for index in 0..count {
             let irq = IrqRequest::from(vectors.index(index)?).irq();
-            let threshold = crate::module_parameters::sgl_threshold.value();
-            let sgl_threshold = (id.sgls & command::SGLS_SUPPORTED_MASK != 0 && threshold != 0)
-                .then_some(threshold as usize);
+            let threshold = match crate::module_parameters::sgl_threshold.value() {
+                0 => usize::MAX,
+                bytes => bytes as usize,
+            };
+            let sgl_threshold = sgls.then_some(threshold);
             let queue = IoQueue::new(
                 ctrl.clone(),
                 index as u16 + 1,
@@ -272,7 +276,9 @@ impl<'bound> Nvme<'bound> {
                 capacity_sectors: ns.nsze << (ns.lba_shift - 9),
                 max_hw_sectors: (max_transfer >> 9) as u32,
                 max_segments: io::MAX_SEGMENTS as u16,
-                virt_boundary_mask: regs::PAGE_SIZE as u64 - 1,
+                // As in the C driver: segments may start or end inside a page only where an SGL
+                // can describe them.
+                virt_boundary_mask: if sgls { 0 } else { regs::PAGE_SIZE as u64 - 1 },
                 write_cache: id.vwc & command::VWC_PRESENT != 0,
                 max_discard_sectors: discard_limit(&id, nvm_id.dmrsl, ns.lba_shift),
                 discard_granularity: ns

@@ -23,7 +23,7 @@ use kernel::{
 
 use crate::blk::{self, Op, Piece, Request, Status, TimeoutAction};
 use crate::command::{self, nvm, Command};
-use crate::controller::{Controller, PRP_LIST_ENTRIES};
+use crate::controller::{Controller, LIST_BLOCK_BYTES, PRP_LIST_ENTRIES};
 use crate::dma_local::{Attrs, Direction, Gfp, Mapping, PoolBlock};
 use crate::queue::{doorbells, CompletionQueue, SubmissionQueue};
 use crate::regs::PAGE_SIZE;
@@ -33,6 +33,13 @@ use crate::regs::PAGE_SIZE;
 pub(crate) const MAX_SEGMENTS: usize = PRP_LIST_ENTRIES + 1;
 /// The largest request in bytes.
 pub(crate) const MAX_TRANSFER: usize = PRP_LIST_ENTRIES * PAGE_SIZE;
+/// The bytes of an SGL Data Block descriptor.
+const SGL_DESCRIPTOR_BYTES: usize = 16;
+// A list block holds a PRP list, and an SGL descriptor for every segment.
+const _: () = assert!(
+    8 * PRP_LIST_ENTRIES <= LIST_BLOCK_BYTES
+        && SGL_DESCRIPTOR_BYTES * MAX_SEGMENTS <= LIST_BLOCK_BYTES
+);
 
 /// A namespace as its disk's requests see it (the disk's `queuedata`).
 pub(crate) struct Namespace {
@@ -80,7 +87,8 @@ pub(crate) struct IoQueue<'a> {
     poll_lock: Mutex<()>,
     tags: AtomicPtr<bindings::blk_mq_tags>,
     /// Requests whose segments average at least this many bytes go to the controller as an SGL,
-    /// which costs it less than a PRP per page; `None` when the controller has no SGLs.
+    /// which costs it less than a PRP per page (`usize::MAX`: only those that PRPs cannot
+    /// describe); `None` when the controller has no SGLs.
     sgl_threshold: Option<usize>,
     /// Read and write commands sent with PRPs, with SGLs, and with FUA. Written only under the
     /// `sq` lock, so a load and a store count exactly, with no locked instruction per I/O.
@@ -366,6 +374,15 @@ impl<'a> Pdu<'a> {
     /// The mappings of the request's data, in segment order.
     fn mappings(&self) -> impl Iterator<Item = &Mapping<'a>> + Clone {
         Iterator::chain(core::iter::once(&self.first), self.more.iter()).map_while(Option::as_ref)
+    }
+
+    /// Whether PRPs can describe the mappings: only the first may start inside a page, and only
+    /// the last may end inside one.
+    fn fits_prps(&self) -> bool {
+        const PAGE: u64 = PAGE_SIZE as u64;
+        Iterator::zip(self.mappings(), self.mappings().skip(1)).all(|(map, next)| {
+            (map.dma_handle() + map.len() as u64) % PAGE == 0 && next.dma_handle() % PAGE == 0
+        })
     }
 
     /// The request's only mapping, when it has exactly one.
@@ -694,12 +711,12 @@ fn prepare<'a>(
             }
             let segments = map_data(queue, rq, pdu, dir)?;
             // Like the C driver: PRPs describe every page, an SGL every segment, which costs the
-            // controller less when segments are large. An SGL list must fit one pool block.
+            // controller less when segments are large, and describes segments that start or end
+            // inside a page, which the disk allows when the controller has SGLs.
             let average = bytes as usize / segments;
             if queue
                 .sgl_threshold
-                .is_some_and(|threshold| average >= threshold)
-                && 2 * segments <= PRP_LIST_ENTRIES
+                .is_some_and(|threshold| average >= threshold || (segments > 1 && !pdu.fits_prps()))
             {
                 build_sgl(queue, pdu, command)?;
                 DataPointer::Sgl
@@ -794,8 +811,7 @@ fn build_sgl<'a>(
     }
     let maps = pdu.mappings();
     let count = maps.clone().count();
-    // Two quadwords per descriptor.
-    if 2 * count > PRP_LIST_ENTRIES {
+    if SGL_DESCRIPTOR_BYTES * count > LIST_BLOCK_BYTES {
         return Err(Status::IOERR);
     }
     let mut list = queue
@@ -814,7 +830,10 @@ fn build_sgl<'a>(
             .map_err(|_| Status::IOERR)?;
     }
     command.prp1 = list.dma_handle();
-    command.prp2 = descriptor(16 * count as u64, command::SGL_LAST_SEGMENT);
+    command.prp2 = descriptor(
+        (SGL_DESCRIPTOR_BYTES * count) as u64,
+        command::SGL_LAST_SEGMENT,
+    );
     pdu.list = Some(list);
     Ok(())
 }
@@ -842,7 +861,7 @@ fn build_prps<'a>(
     // Every page the data touches, in order, in one pass: PRP1, then PRP2, or from the third page
     // on a PRP list that PRP2 points at and that starts with the second page. Only the first
     // mapping may start at an offset and only the last may end early (the disk's virtual
-    // boundary guarantees it; check it all the same).
+    // boundary, or `fits_prps`, guarantees it; check it all the same).
     let mut pages = 0usize;
     let mut second = 0;
     let mut list: Option<PoolBlock<'a, 'a, u64>> = None;

@@ -25,6 +25,10 @@
  *   blkio atomic DEV SEED BYTES SECTOR      write BYTES of the SEED pattern at SECTOR as one
  *                                           atomic write (RWF_ATOMIC: whole or not at all, never
  *                                           split), read it back
+ *   blkio gapped DEV SEED PIECES SECTOR     write PIECES 512-byte pieces of the SEED pattern at
+ *                                           SECTOR in one pwritev, each from the middle of its own
+ *                                           page (data that PRPs cannot describe), read them back
+ *                                           the same way in one preadv
  *
  * Each 8-byte word of the pattern depends on the seed and on its absolute byte offset, so every
  * sector checks on its own and data from the wrong LBA or from another seed never matches.
@@ -33,7 +37,7 @@
  * "zero bytes=N nonzero=M seconds=S" (each plus "first_mismatch offset=N" where one is bad),
  * "bench dev=D mode=M bs=B qd=Q ios=N bytes=N seconds=S iops=X mbps=Y errors=E" (one per device),
  * "hammer ios=N errors=E last_errno=NAME|NUMBER|0|short|hung", "atomic bytes=N errno=NAME|NUMBER|0
- * mismatches=M".
+ * mismatches=M", "gapped bytes=N mismatches=M".
  *
  * Exit codes: 0 success; 1 I/O error, mismatch, or a request that never completed; 2 bad
  * arguments or setup failure (open, memory, io_setup); hammer: 0 when it ended on an I/O error
@@ -90,6 +94,9 @@ static const char usage_text[] =
 	"                                          until an I/O error or SECONDS pass\n"
 	"  blkio atomic DEV SEED BYTES SECTOR      one atomic write (RWF_ATOMIC) of BYTES (a\n"
 	"                                          multiple of 512, max 8 MiB) at SECTOR, read back\n"
+	"  blkio gapped DEV SEED PIECES SECTOR     PIECES (1..64) 512-byte pieces, each from the\n"
+	"                                          middle of its own page, in one pwritev at SECTOR,\n"
+	"                                          read back in one preadv\n"
 	"SEED: decimal or 0x-hex 64-bit number. MIB, OFFSET_MIB, SPAN_MIB: decimal MiB.\n"
 	"exit: 0 ok (hammer: ended on an I/O error), 1 I/O error/mismatch/hung request,\n"
 	"      2 bad arguments or setup failure, 3 hammer ran out of time without an error\n";
@@ -950,6 +957,70 @@ static int cmd_atomic(int argc, char **argv)
 	return err || mismatches ? 1 : 0;
 }
 
+#define GAPPED_MAX_PIECES 64
+
+/* argv = gapped DEV SEED PIECES SECTOR */
+static int cmd_gapped(int argc, char **argv)
+{
+	uint64_t seed, pieces, sector, offset, mismatches = 0;
+	struct iovec iov[GAPPED_MAX_PIECES];
+	char *pages;
+	ssize_t n;
+	int fd;
+
+	if (argc != 5)
+		return usage("%s takes DEV SEED PIECES SECTOR", argv[0]);
+	if (parse_u64(argv[2], 1, 0, UINT64_MAX, &seed))
+		return usage("bad SEED '%s': want a decimal or 0x-hex 64-bit number", argv[2]);
+	if (parse_u64(argv[3], 0, 1, GAPPED_MAX_PIECES, &pieces))
+		return usage("bad PIECES '%s': want 1 to 64", argv[3]);
+	if (parse_u64(argv[4], 0, 0, MAX_MIB * (MIB / SECTOR), &sector))
+		return usage("bad SECTOR '%s': want a decimal sector number", argv[4]);
+	offset = sector * SECTOR;
+	fd = open_device("gapped", argv[1], O_RDWR);
+	if (fd < 0)
+		return 2;
+	pages = aligned_buffer(pieces * 4096);
+	if (!pages) {
+		fprintf(stderr, "blkio: gapped: out of memory\n");
+		return 2;
+	}
+	/* Piece i: bytes 512..1023 of page i, holding the pattern of the device's bytes it covers. */
+	for (uint64_t i = 0; i < pieces; i++) {
+		iov[i].iov_base = pages + i * 4096 + SECTOR;
+		iov[i].iov_len = SECTOR;
+		for (uint64_t j = 0; j < SECTOR; j += 8) {
+			uint64_t word = pattern_word(seed, offset + i * SECTOR + j);
+
+			memcpy((char *)iov[i].iov_base + j, &word, 8);
+		}
+	}
+	n = pwritev(fd, iov, (int)pieces, (off_t)offset);
+	if (n < 0 || (uint64_t)n != pieces * SECTOR) {
+		fprintf(stderr, "blkio: gapped: pwritev: %s\n", n < 0 ? strerror(errno) : "short");
+		return 1;
+	}
+	memset(pages, 0, pieces * 4096);
+	n = preadv(fd, iov, (int)pieces, (off_t)offset);
+	if (n < 0 || (uint64_t)n != pieces * SECTOR) {
+		fprintf(stderr, "blkio: gapped: preadv: %s\n", n < 0 ? strerror(errno) : "short");
+		return 1;
+	}
+	for (uint64_t i = 0; i < pieces; i++) {
+		for (uint64_t j = 0; j < SECTOR; j += 8) {
+			uint64_t word;
+
+			memcpy(&word, (char *)iov[i].iov_base + j, 8);
+			if (word != pattern_word(seed, offset + i * SECTOR + j)) {
+				mismatches++;
+				break;
+			}
+		}
+	}
+	printf("gapped bytes=%" PRIu64 " mismatches=%" PRIu64 "\n", pieces * SECTOR, mismatches);
+	return mismatches ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
@@ -968,6 +1039,8 @@ int main(int argc, char **argv)
 		return cmd_hammer(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "atomic"))
 		return cmd_atomic(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "gapped"))
+		return cmd_gapped(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
 		fputs(usage_text, stdout);
 		return 0;
