@@ -164,7 +164,7 @@ impl<P> Request<P> {
             let q = (*self.as_raw()).q;
             (
                 (*q).limits.atomic_write_unit_max,
-                (*q).limits.atomic_write_hw_boundary,
+                (*q).limits.atomic_write_boundary_sectors << 9,
             )
         }
     }

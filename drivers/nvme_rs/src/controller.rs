@@ -27,13 +27,12 @@ use crate::shadow::ShadowDoorbells;
 pub(crate) const MAX_IO_QUEUES: usize = 16;
 /// Entries of a PRP list: enough for the largest request plus its offset.
 pub(crate) const PRP_LIST_ENTRIES: usize = 128;
-/// Bytes of a list block from the pool, a page as in the C driver: a PRP list, or an SGL with a
-/// descriptor for each segment of the largest request.
+/// Bytes of a list block from the pool, a page as in the C driver: a PRP list, an SGL with a
+/// descriptor for each segment of the largest request, or Dataset Management ranges, as many as a
+/// command can hold, since a controller may read that much whatever the command's count says.
 pub(crate) const LIST_BLOCK_BYTES: usize = regs::PAGE_SIZE;
-/// Entries of a Dataset Management block: room for as many ranges as a command can hold, since a
-/// controller may read that much whatever the command's count says.
-pub(crate) const DSM_BLOCK_ENTRIES: usize =
-    command::DSM_MAX_RANGES as usize * command::DSM_RANGE_BYTES / 8;
+const _: () =
+    assert!(command::DSM_MAX_RANGES as usize * command::DSM_RANGE_BYTES <= LIST_BLOCK_BYTES);
 
 /// A bound NVMe controller's shared state.
 ///
@@ -47,10 +46,8 @@ pub(crate) struct Controller<'a> {
     pub(crate) cap: Cap,
     #[pin]
     pub(crate) admin: Mutex<AdminQueue<'a>>,
-    /// PRP lists and SGL segments, [`LIST_BLOCK_BYTES`] each.
-    pub(crate) prp_pool: Pool<'a, u64>,
-    /// Dataset Management ranges.
-    pub(crate) dsm_pool: Pool<'a, u64>,
+    /// PRP lists, SGL segments and Dataset Management ranges, [`LIST_BLOCK_BYTES`] each.
+    pub(crate) list_pool: Pool<'a, u64>,
     /// Shadow doorbells for up to `MAX_IO_QUEUES` I/O queues, used once the controller accepts
     /// them. Freed with the controller, after it was disabled: it may write the EventIdx buffer
     /// until then.
@@ -84,18 +81,11 @@ impl<'a> Controller<'a> {
                 cap
             },
             admin <- new_mutex!(AdminQueue::new(dev.as_ref(), cap.doorbell_stride())?),
-            prp_pool: Pool::new(
+            list_pool: Pool::new(
                 dev.as_ref(),
-                c"nvme_rs prp",
+                c"nvme_rs lists",
                 LIST_BLOCK_BYTES / 8,
                 LIST_BLOCK_BYTES,
-                regs::PAGE_SIZE,
-            )?,
-            dsm_pool: Pool::new(
-                dev.as_ref(),
-                c"nvme_rs dsm",
-                DSM_BLOCK_ENTRIES,
-                DSM_BLOCK_ENTRIES * 8,
                 regs::PAGE_SIZE,
             )?,
             shadow: ShadowDoorbells::new(

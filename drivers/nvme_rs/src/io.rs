@@ -186,18 +186,17 @@ impl<'a> IoQueue<'a> {
     /// Counts `queued`, a command queued with `pointer`. Called under the `sq` lock: the
     /// counters' one writer, so a load and a store count exactly.
     fn count_queued(&self, queued: &Command, pointer: DataPointer) {
-        let bump = |counter: &AtomicU64| {
-            counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        let add = |counter: &AtomicU64, n: u64| {
+            counter.store(counter.load(Ordering::Relaxed) + n, Ordering::Relaxed);
         };
+        let bump = |counter: &AtomicU64| add(counter, 1);
         match pointer {
             DataPointer::Prps => bump(&self.prp_commands),
             DataPointer::Sgl => bump(&self.sgl_commands),
             DataPointer::None => {
                 if queued.opcode == nvm::DATASET_MANAGEMENT {
                     bump(&self.dsm_commands);
-                    let ranges = u64::from(queued.cdw10 & 0xff) + 1;
-                    let sum = self.dsm_ranges.load(Ordering::Relaxed) + ranges;
-                    self.dsm_ranges.store(sum, Ordering::Relaxed);
+                    add(&self.dsm_ranges, u64::from(queued.cdw10 & 0xff) + 1);
                 }
                 return;
             }
@@ -329,14 +328,15 @@ unsafe extern "C" fn nvme_rs_irq(_irq: c_int, cookie: *mut c_void) -> bindings::
 /// The driver's data in every request.
 ///
 /// It is kept small, so that the data blk-mq allocates next to each request stays compact: the
-/// mappings of a second segment and later ones live out of line, and most requests have only one.
+/// mappings of a second segment and later ones live out of line, allocated the first time the
+/// request has them, and most requests have only one.
 ///
 /// # Invariants
 ///
 /// - The mappings of the request's data are `first` and then the leading `Some` entries of `more`,
 ///   and `list` is its PRP list, SGL or DSM range, from submission to completion; all are empty
 ///   otherwise.
-/// - `more` has `MAX_SEGMENTS - 1` entries.
+/// - `more` has no entries or `MAX_SEGMENTS - 1`.
 pub(crate) struct Pdu<'a> {
     first: Option<Mapping<'a>>,
     more: KVec<Option<Mapping<'a>>>,
@@ -350,23 +350,35 @@ pub(crate) struct Pdu<'a> {
 }
 
 impl<'a> Pdu<'a> {
-    /// Per-request data with room for `MAX_SEGMENTS` mappings.
-    fn new() -> Result<Self> {
-        let mut more = KVec::with_capacity(MAX_SEGMENTS - 1, GFP_KERNEL)?;
-        for _ in 1..MAX_SEGMENTS {
-            more.push(None, GFP_KERNEL)?;
-        }
-        Ok(Self {
+    /// Per-request data with room for one mapping.
+    fn new() -> Self {
+        Self {
             first: None,
-            more,
+            more: KVec::new(),
             list: None,
             status: AtomicU16::new(0),
             device_done: AtomicBool::new(false),
             aborted: AtomicBool::new(false),
-        })
+        }
     }
 
-    /// The `MAX_SEGMENTS` places for the request's mappings, in segment order.
+    /// Makes room for `MAX_SEGMENTS` mappings, once per request: with up to 1,024 requests per
+    /// queue, room for all of them in every request would take megabytes that most never use.
+    fn make_room(&mut self) -> Result<(), Status> {
+        if self.more.is_empty() {
+            let mut more = KVec::with_capacity(MAX_SEGMENTS - 1, GFP_ATOMIC | __GFP_NOWARN)
+                .map_err(|_| Status::RESOURCE)?;
+            for _ in 1..MAX_SEGMENTS {
+                more.push(None, GFP_ATOMIC).map_err(|_| Status::RESOURCE)?;
+            }
+            // INVARIANT: `MAX_SEGMENTS - 1` entries, all empty.
+            self.more = more;
+        }
+        Ok(())
+    }
+
+    /// The `MAX_SEGMENTS` places for the request's mappings, in segment order; room for one
+    /// until [`Pdu::make_room`].
     fn slots(&mut self) -> impl Iterator<Item = &mut Option<Mapping<'a>>> {
         Iterator::chain(core::iter::once(&mut self.first), self.more.iter_mut())
     }
@@ -462,16 +474,11 @@ unsafe extern "C" fn init_request(
     _hctx_index: c_uint,
     _numa_node: c_int,
 ) -> c_int {
-    match Pdu::new() {
-        Ok(pdu) => {
-            // SAFETY: The data area is ours, uninitialised and `PDU_SIZE` bytes long; it follows
-            // the 8-byte aligned `struct request`, whose size is a multiple of 8, so it is aligned
-            // for a `Pdu` (asserted at `PDU_SIZE`).
-            unsafe { blk::pdu_of(rq).cast::<Pdu<'_>>().write(pdu) };
-            0
-        }
-        Err(e) => e.to_errno(),
-    }
+    // SAFETY: The data area is ours, uninitialised and `PDU_SIZE` bytes long; it follows the
+    // 8-byte aligned `struct request`, whose size is a multiple of 8, so it is aligned for a `Pdu`
+    // (asserted at `PDU_SIZE`).
+    unsafe { blk::pdu_of(rq).cast::<Pdu<'_>>().write(Pdu::new()) };
+    0
 }
 
 /// # Safety
@@ -631,7 +638,7 @@ fn fits_atomic_write(rq: &Request<Pdu<'_>>) -> bool {
     let (unit_max, boundary) = rq.atomic_write_limits();
     let bytes = rq.bytes();
     let start = rq.sector() << 9;
-    let last = start + u64::from(bytes) - 1;
+    let last = start + u64::from(bytes.max(1)) - 1;
     bytes <= unit_max
         && (boundary == 0
             || (bytes <= boundary && start / u64::from(boundary) == last / u64::from(boundary)))
@@ -657,7 +664,7 @@ fn prepare<'a>(
         Op::Discard => {
             let mut ranges = queue
                 .ctrl
-                .dsm_pool
+                .list_pool
                 .alloc(Gfp::ATOMIC | Gfp::NOWARN)
                 .map_err(|_| Status::RESOURCE)?;
             // Each range: context attributes (none) and length in logical blocks, then the
@@ -668,25 +675,23 @@ fn prepare<'a>(
                     .and_then(|()| ranges.write(2 * index + 1, first_block))
                     .map_err(|_| Status::IOERR)
             };
+            // The block layer counts a discard's bios as its segments (one where the disk takes
+            // one range: then adjacent discards merge into it).
             let count = rq.discard_segments();
+            let mut written = 0usize;
             if rq.multi_range_discards() {
-                let mut written = 0;
                 for (sector, bytes) in rq.bio_ranges() {
-                    if written < count {
-                        write_range(
-                            written.into(),
-                            sector >> (ns.lba_shift - 9),
-                            bytes >> ns.lba_shift,
-                        )?;
+                    if written < usize::from(count) {
+                        write_range(written, sector >> (ns.lba_shift - 9), bytes >> ns.lba_shift)?;
                     }
                     written += 1;
                 }
-                // The block layer counts a discard's bios as its segments.
-                if written != count {
-                    return Err(Status::IOERR);
-                }
             } else {
                 write_range(0, ns.first_block(rq), ns.block_count(rq))?;
+                written = 1;
+            }
+            if written != usize::from(count) {
+                return Err(Status::IOERR);
             }
             command.opcode = nvm::DATASET_MANAGEMENT;
             command.prp1 = ranges.dma_handle();
@@ -747,6 +752,7 @@ fn map_data<'a>(
         pdu.first = Some(unsafe { map_run(queue, first, dir) }?);
         return Ok(1);
     }
+    pdu.make_room()?;
     let mut slots = pdu.slots();
     let mut mapped = 0;
     let mut map = |run: Piece| -> Result<(), Status> {
@@ -816,7 +822,7 @@ fn build_sgl<'a>(
     }
     let mut list = queue
         .ctrl
-        .prp_pool
+        .list_pool
         .alloc_unzeroed(Gfp::ATOMIC | Gfp::NOWARN)
         .map_err(|_| Status::RESOURCE)?;
     for (i, map) in maps.enumerate() {
@@ -883,14 +889,17 @@ fn build_prps<'a>(
                         None => {
                             let mut new = queue
                                 .ctrl
-                                .prp_pool
+                                .list_pool
                                 .alloc_unzeroed(Gfp::ATOMIC | Gfp::NOWARN)
                                 .map_err(|_| Status::RESOURCE)?;
                             new.write(0, second).map_err(|_| Status::IOERR)?;
                             list.insert(new)
                         }
                     };
-                    // Beyond the list's end for a request larger than the disk's limit.
+                    // Only a request larger than the disk's limit has more pages.
+                    if pages > PRP_LIST_ENTRIES {
+                        return Err(Status::IOERR);
+                    }
                     list.write(pages - 1, page).map_err(|_| Status::IOERR)?;
                 }
             }

@@ -36,8 +36,8 @@
  * Output (stdout): "fill bytes=N seconds=S", "verify bytes=N mismatches=M seconds=S" and
  * "zero bytes=N nonzero=M seconds=S" (each plus "first_mismatch offset=N" where one is bad),
  * "bench dev=D mode=M bs=B qd=Q ios=N bytes=N seconds=S iops=X mbps=Y errors=E" (one per device),
- * "hammer ios=N errors=E last_errno=NAME|NUMBER|0|short|hung", "atomic bytes=N errno=NAME|NUMBER|0
- * mismatches=M", "gapped bytes=N mismatches=M".
+ * "hammer ios=N errors=E last_errno=NAME|NUMBER|0|short|hung", "atomic bytes=N
+ * errno=NAME|NUMBER|0|short mismatches=M", "gapped bytes=N mismatches=M".
  *
  * Exit codes: 0 success; 1 I/O error, mismatch, or a request that never completed; 2 bad
  * arguments or setup failure (open, memory, io_setup); hammer: 0 when it ended on an I/O error
@@ -931,8 +931,13 @@ static int cmd_atomic(int argc, char **argv)
 	}
 	if (!err) {
 		memset(buf, 0, bytes);
-		if (transfer(fd, 0, buf, bytes, offset) != bytes) {
-			fprintf(stderr, "blkio: atomic: reading back: %s\n", strerror(errno));
+		size_t done = transfer(fd, 0, buf, bytes, offset);
+
+		if (done != bytes) {
+			char why[96];
+
+			describe(why, sizeof(why), "read", done, bytes);
+			fprintf(stderr, "blkio: atomic: reading back: %s\n", why);
 			return 1;
 		}
 		for (uint64_t i = 0; i < bytes; i += SECTOR) {
