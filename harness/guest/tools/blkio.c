@@ -889,25 +889,41 @@ static int cmd_hammer(int argc, char **argv)
 #define RWF_ATOMIC 0x00000040
 #endif
 
+/*
+ * atomic and gapped: argv = CMD DEV SEED COUNT SECTOR, COUNT a multiple of unit from min to max
+ * (bad_count: the usage message for a bad one). Returns 0, or 2 after printing the usage.
+ */
+static int parse_one_shot(int argc, char **argv, const char *bad_count, uint64_t unit,
+			  uint64_t min, uint64_t max, uint64_t *seed, uint64_t *count,
+			  uint64_t *offset)
+{
+	uint64_t sector;
+
+	if (argc != 5)
+		return usage("%s takes DEV SEED COUNT SECTOR, COUNT as below", argv[0]);
+	if (parse_u64(argv[2], 1, 0, UINT64_MAX, seed))
+		return usage("bad SEED '%s': want a decimal or 0x-hex 64-bit number", argv[2]);
+	if (parse_u64(argv[3], 0, min, max, count) || *count % unit)
+		return usage(bad_count, argv[3]);
+	if (parse_u64(argv[4], 0, 0, MAX_MIB * (MIB / SECTOR), &sector))
+		return usage("bad SECTOR '%s': want a decimal sector number", argv[4]);
+	*offset = sector * SECTOR;
+	return 0;
+}
+
 /* argv = atomic DEV SEED BYTES SECTOR */
 static int cmd_atomic(int argc, char **argv)
 {
-	uint64_t seed, bytes, sector, offset, mismatches = 0;
+	uint64_t seed, bytes, offset, mismatches = 0;
 	struct iovec iov;
 	const char *name;
 	ssize_t n;
 	char *buf;
 	int fd, err;
 
-	if (argc != 5)
-		return usage("%s takes DEV SEED BYTES SECTOR", argv[0]);
-	if (parse_u64(argv[2], 1, 0, UINT64_MAX, &seed))
-		return usage("bad SEED '%s': want a decimal or 0x-hex 64-bit number", argv[2]);
-	if (parse_u64(argv[3], 0, SECTOR, MAX_BS, &bytes) || bytes % SECTOR)
-		return usage("bad BYTES '%s': want a multiple of 512, at most 8 MiB", argv[3]);
-	if (parse_u64(argv[4], 0, 0, MAX_MIB * (MIB / SECTOR), &sector))
-		return usage("bad SECTOR '%s': want a decimal sector number", argv[4]);
-	offset = sector * SECTOR;
+	if (parse_one_shot(argc, argv, "bad BYTES '%s': want a multiple of 512, at most 8 MiB",
+			   SECTOR, SECTOR, MAX_BS, &seed, &bytes, &offset))
+		return 2;
 	fd = open_device("atomic", argv[1], O_RDWR);
 	if (fd < 0)
 		return 2;
@@ -967,21 +983,15 @@ static int cmd_atomic(int argc, char **argv)
 /* argv = gapped DEV SEED PIECES SECTOR */
 static int cmd_gapped(int argc, char **argv)
 {
-	uint64_t seed, pieces, sector, offset, mismatches = 0;
+	uint64_t seed, pieces, offset, mismatches = 0;
 	struct iovec iov[GAPPED_MAX_PIECES];
 	char *pages;
 	ssize_t n;
 	int fd;
 
-	if (argc != 5)
-		return usage("%s takes DEV SEED PIECES SECTOR", argv[0]);
-	if (parse_u64(argv[2], 1, 0, UINT64_MAX, &seed))
-		return usage("bad SEED '%s': want a decimal or 0x-hex 64-bit number", argv[2]);
-	if (parse_u64(argv[3], 0, 1, GAPPED_MAX_PIECES, &pieces))
-		return usage("bad PIECES '%s': want 1 to 64", argv[3]);
-	if (parse_u64(argv[4], 0, 0, MAX_MIB * (MIB / SECTOR), &sector))
-		return usage("bad SECTOR '%s': want a decimal sector number", argv[4]);
-	offset = sector * SECTOR;
+	if (parse_one_shot(argc, argv, "bad PIECES '%s': want 1 to 64", 1, 1, GAPPED_MAX_PIECES,
+			   &seed, &pieces, &offset))
+		return 2;
 	fd = open_device("gapped", argv[1], O_RDWR);
 	if (fd < 0)
 		return 2;
