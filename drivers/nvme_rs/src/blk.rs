@@ -626,8 +626,8 @@ pub(crate) struct DiskConfig<'n> {
     pub(crate) max_discard_segments: u16,
     /// Largest write zeroes in sectors; 0 for none.
     pub(crate) max_write_zeroes_sectors: u32,
-    /// The largest write the disk keeps whole, and the boundary such a write must not cross
-    /// (0 for none), in bytes; `None` for no atomic writes.
+    /// The largest write the disk keeps whole (at least a block), and the boundary such a write
+    /// must not cross (0 for none), in bytes; `None` for no atomic writes.
     pub(crate) atomic_write: Option<(u32, u32)>,
 }
 
@@ -681,7 +681,7 @@ impl Disk {
             lim.features |= BLK_FEAT_WRITE_CACHE | BLK_FEAT_FUA;
         }
         lim.max_write_zeroes_sectors = config.max_write_zeroes_sectors;
-        if let Some((max, boundary)) = config.atomic_write.filter(|&(max, _)| max > 0) {
+        if let Some((max, boundary)) = config.atomic_write {
             lim.atomic_write_hw_max = max;
             lim.atomic_write_hw_boundary = boundary;
             lim.atomic_write_hw_unit_min = config.logical_block_size;

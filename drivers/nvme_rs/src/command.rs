@@ -243,22 +243,14 @@ impl IdentifyNamespace {
         let le16 = |at: usize| u16::from_le_bytes([raw[at], raw[at + 1]]);
         // NSFEAT bit 1: NAWUN, NAWUPF and NACWU are the namespace's own.
         let (nawupf, nabspf, nabo) = (le16(36), le16(44), le16(42));
-        let atomic_write = (nabo == 0).then(|| {
-            if raw[24] & 0x2 != 0 && nawupf != 0 {
-                AtomicWrite {
-                    blocks: u32::from(nawupf) + 1,
-                    boundary_blocks: if nabspf != 0 {
-                        u32::from(nabspf) + 1
-                    } else {
-                        0
-                    },
-                }
+        let own = raw[24] & 0x2 != 0 && nawupf != 0;
+        let atomic_write = (nabo == 0).then(|| AtomicWrite {
+            blocks: if own { u32::from(nawupf) + 1 } else { 1 },
+            boundary_blocks: if own && nabspf != 0 {
+                u32::from(nabspf) + 1
             } else {
-                AtomicWrite {
-                    blocks: 1,
-                    boundary_blocks: 0,
-                }
-            }
+                0
+            },
         });
         Ok(Self {
             nsze: u64::from_le_bytes(nsze),

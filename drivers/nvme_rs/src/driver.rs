@@ -175,6 +175,10 @@ impl<'bound> Nvme<'bound> {
         };
 
         let sgls = id.sgls & command::SGLS_SUPPORTED_MASK != 0;
+        let sgl_threshold = sgls.then_some(match crate::module_parameters::sgl_threshold.value() {
+            0 => usize::MAX,
+            bytes => bytes as usize,
+        });
 
         // One I/O queue pair per CPU, as far as the controller and the interrupt vectors go.
         let wanted = kernel::cpu::nr_cpu_ids().clamp(1, MAX_IO_QUEUES as u32) as u16;
@@ -188,11 +192,6 @@ impl<'bound> Nvme<'bound> {
         nvme.io_queues.reserve(count, GFP_KERNEL)?;
         for index in 0..count {
             let irq = IrqRequest::from(vectors.index(index)?).irq();
-            let threshold = match crate::module_parameters::sgl_threshold.value() {
-                0 => usize::MAX,
-                bytes => bytes as usize,
-            };
-            let sgl_threshold = sgls.then_some(threshold);
             let queue = IoQueue::new(
                 ctrl.clone(),
                 index as u16 + 1,

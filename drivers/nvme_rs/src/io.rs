@@ -388,15 +388,6 @@ impl<'a> Pdu<'a> {
         Iterator::chain(core::iter::once(&self.first), self.more.iter()).map_while(Option::as_ref)
     }
 
-    /// Whether PRPs can describe the mappings: only the first may start inside a page, and only
-    /// the last may end inside one.
-    fn fits_prps(&self) -> bool {
-        const PAGE: u64 = PAGE_SIZE as u64;
-        Iterator::zip(self.mappings(), self.mappings().skip(1)).all(|(map, next)| {
-            (map.dma_handle() + map.len() as u64) % PAGE == 0 && next.dma_handle() % PAGE == 0
-        })
-    }
-
     /// The request's only mapping, when it has exactly one.
     fn single_mapping(&self) -> Option<&Mapping<'a>> {
         match (&self.first, self.more.first()) {
@@ -719,15 +710,17 @@ fn prepare<'a>(
             // controller less when segments are large, and describes segments that start or end
             // inside a page, which the disk allows when the controller has SGLs.
             let average = bytes as usize / segments;
-            if queue
+            let sgl_first = queue
                 .sgl_threshold
-                .is_some_and(|threshold| average >= threshold || (segments > 1 && !pdu.fits_prps()))
-            {
+                .is_some_and(|threshold| average >= threshold);
+            if !sgl_first && build_prps(queue, pdu, command)? {
+                DataPointer::Prps
+            } else if queue.sgl_threshold.is_some() {
                 build_sgl(queue, pdu, command)?;
                 DataPointer::Sgl
             } else {
-                build_prps(queue, pdu, command)?;
-                DataPointer::Prps
+                // Not reached: without SGLs the disk's virtual boundary keeps such data apart.
+                return Err(Status::IOERR);
             }
         }
         Op::Other(_) => return Err(Status::NOTSUPP),
@@ -844,12 +837,14 @@ fn build_sgl<'a>(
     Ok(())
 }
 
-/// Describes the mapped data with PRP1, PRP2 and, beyond two pages, a PRP list.
+/// Describes the mapped data with PRP1, PRP2 and, beyond two pages, a PRP list; `false`, keeping
+/// nothing, when PRPs cannot describe it: only the first mapping may start inside a page, and only
+/// the last may end inside one (data the disk allows only when the controller has SGLs).
 fn build_prps<'a>(
     queue: &'a IoQueue<'a>,
     pdu: &mut Pdu<'a>,
     command: &mut Command,
-) -> Result<(), Status> {
+) -> Result<bool, Status> {
     const PAGE: u64 = PAGE_SIZE as u64;
     // The common case, as in the C driver: one mapping within two pages needs no list.
     if let Some(map) = pdu.single_mapping() {
@@ -861,13 +856,11 @@ fn build_prps<'a>(
             if end > second_page {
                 command.prp2 = second_page;
             }
-            return Ok(());
+            return Ok(true);
         }
     }
     // Every page the data touches, in order, in one pass: PRP1, then PRP2, or from the third page
-    // on a PRP list that PRP2 points at and that starts with the second page. Only the first
-    // mapping may start at an offset and only the last may end early (the disk's virtual
-    // boundary, or `fits_prps`, guarantees it; check it all the same).
+    // on a PRP list that PRP2 points at and that starts with the second page.
     let mut pages = 0usize;
     let mut second = 0;
     let mut list: Option<PoolBlock<'a, 'a, u64>> = None;
@@ -875,7 +868,7 @@ fn build_prps<'a>(
     for map in pdu.mappings() {
         let (start, end) = (map.dma_handle(), map.dma_handle() + map.len() as u64);
         if previous_end.is_some_and(|previous: u64| previous % PAGE != 0 || start % PAGE != 0) {
-            return Err(Status::IOERR);
+            return Ok(false);
         }
         previous_end = Some(end);
         let mut page = start;
@@ -914,7 +907,7 @@ fn build_prps<'a>(
         }
         None => command.prp2 = second,
     }
-    Ok(())
+    Ok(true)
 }
 
 /// Ends a batch of successful requests (`CompletionBatch::complete`).
