@@ -203,6 +203,30 @@ static uint64_t pattern_word(uint64_t seed, uint64_t offset)
 	return splitmix64(seed ^ (offset * 0xd1b54a32d192ed03ULL));
 }
 
+/* Fills len bytes (a multiple of 8) at buf with the SEED pattern of the device bytes from offset. */
+static void fill_pattern(char *buf, uint64_t seed, uint64_t offset, size_t len)
+{
+	for (size_t i = 0; i < len; i += 8) {
+		uint64_t word = pattern_word(seed, offset + i);
+
+		memcpy(buf + i, &word, 8);
+	}
+}
+
+/* Whether the sector at buf holds zeroes (zero) or else the SEED pattern of the device sector
+ * at offset. */
+static int sector_holds(const char *buf, int zero, uint64_t seed, uint64_t offset)
+{
+	for (size_t i = 0; i < SECTOR; i += 8) {
+		uint64_t word;
+
+		memcpy(&word, buf + i, 8);
+		if (word != (zero ? 0 : pattern_word(seed, offset + i)))
+			return 0;
+	}
+	return 1;
+}
+
 static uint64_t xorshift64(uint64_t *state)
 {
 	uint64_t x = *state;
@@ -390,12 +414,11 @@ static int cmd_pattern(int argc, char **argv, enum pattern_cmd what)
 		return 1;
 	}
 	for (i = 0; i < mib && !failed; i++) {
-		uint64_t base = (first_mib + i) * MIB, *words = (uint64_t *)buf, w;
+		uint64_t base = (first_mib + i) * MIB;
 		size_t done, s;
 
 		if (write)
-			for (w = 0; w < MIB / 8; w++)
-				words[w] = pattern_word(seed, base + w * 8);
+			fill_pattern(buf, seed, base, MIB);
 		done = transfer(fd, write, buf, MIB, base);
 		if (done < MIB) {
 			describe(message, sizeof(message), write ? "write" : "read", done, MIB);
@@ -405,12 +428,10 @@ static int cmd_pattern(int argc, char **argv, enum pattern_cmd what)
 		if (!write) {
 			/* Only whole sectors that really arrived are judged. */
 			for (s = 0; s < done / SECTOR; s++) {
-				uint64_t off = base + s * SECTOR, *sector = words + s * SECTOR / 8;
+				uint64_t off = base + s * SECTOR;
 
-				for (w = 0; w < SECTOR / 8; w++)
-					if (sector[w] != (zero ? 0 : pattern_word(seed, off + w * 8)))
-						break;
-				if (w < SECTOR / 8 && mismatches++ == 0)
+				if (!sector_holds(buf + s * SECTOR, zero, seed, off) &&
+				    mismatches++ == 0)
 					first_bad = off;
 			}
 		}
@@ -932,11 +953,7 @@ static int cmd_atomic(int argc, char **argv)
 		fprintf(stderr, "blkio: atomic: out of memory\n");
 		return 2;
 	}
-	for (uint64_t i = 0; i < bytes; i += 8) {
-		uint64_t word = pattern_word(seed, offset + i);
-
-		memcpy(buf + i, &word, 8);
-	}
+	fill_pattern(buf, seed, offset, bytes);
 	iov.iov_base = buf;
 	iov.iov_len = bytes;
 	n = pwritev2(fd, &iov, 1, (off_t)offset, RWF_ATOMIC);
@@ -956,17 +973,8 @@ static int cmd_atomic(int argc, char **argv)
 			fprintf(stderr, "blkio: atomic: reading back: %s\n", why);
 			return 1;
 		}
-		for (uint64_t i = 0; i < bytes; i += SECTOR) {
-			for (uint64_t j = i; j < i + SECTOR; j += 8) {
-				uint64_t word;
-
-				memcpy(&word, buf + j, 8);
-				if (word != pattern_word(seed, offset + j)) {
-					mismatches++;
-					break;
-				}
-			}
-		}
+		for (uint64_t i = 0; i < bytes; i += SECTOR)
+			mismatches += !sector_holds(buf + i, 0, seed, offset + i);
 	}
 	name = errno_name(err);
 	if (name || !err)
@@ -1004,11 +1012,7 @@ static int cmd_gapped(int argc, char **argv)
 	for (uint64_t i = 0; i < pieces; i++) {
 		iov[i].iov_base = pages + i * 4096 + SECTOR;
 		iov[i].iov_len = SECTOR;
-		for (uint64_t j = 0; j < SECTOR; j += 8) {
-			uint64_t word = pattern_word(seed, offset + i * SECTOR + j);
-
-			memcpy((char *)iov[i].iov_base + j, &word, 8);
-		}
+		fill_pattern(iov[i].iov_base, seed, offset + i * SECTOR, SECTOR);
 	}
 	n = pwritev(fd, iov, (int)pieces, (off_t)offset);
 	if (n < 0 || (uint64_t)n != pieces * SECTOR) {
@@ -1021,17 +1025,8 @@ static int cmd_gapped(int argc, char **argv)
 		fprintf(stderr, "blkio: gapped: preadv: %s\n", n < 0 ? strerror(errno) : "short");
 		return 1;
 	}
-	for (uint64_t i = 0; i < pieces; i++) {
-		for (uint64_t j = 0; j < SECTOR; j += 8) {
-			uint64_t word;
-
-			memcpy(&word, (char *)iov[i].iov_base + j, 8);
-			if (word != pattern_word(seed, offset + i * SECTOR + j)) {
-				mismatches++;
-				break;
-			}
-		}
-	}
+	for (uint64_t i = 0; i < pieces; i++)
+		mismatches += !sector_holds(iov[i].iov_base, 0, seed, offset + i * SECTOR);
 	printf("gapped bytes=%" PRIu64 " mismatches=%" PRIu64 "\n", pieces * SECTOR, mismatches);
 	return mismatches ? 1 : 0;
 }
