@@ -67,17 +67,38 @@ kernel::pci_device_table!(
 
 struct E1000Driver;
 
-/// Counters kept by the driver.
+/// A counter that one context at a time adds to and `ndo_get_stats64` reads at any time: as
+/// `u64_stats_t` on a 64-bit kernel, an add is a load and a store, not a locked read-modify-write.
+#[derive(Default)]
+struct Counter(AtomicU64);
+
+impl Counter {
+    /// Adds `n`. Two contexts adding at once could lose one's update, so each counter has one
+    /// writer: the NAPI poll, or `ndo_start_xmit` under the queue's lock.
+    #[inline]
+    fn add(&self, n: u64) {
+        if n != 0 {
+            let sum = self.0.load(Ordering::Relaxed).wrapping_add(n);
+            self.0.store(sum, Ordering::Relaxed);
+        }
+    }
+
+    fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// Counters kept by the driver. `tx_dropped` is counted by `ndo_start_xmit`, the rest by the poll.
 #[derive(Default)]
 struct Counters {
-    rx_packets: AtomicU64,
-    rx_bytes: AtomicU64,
-    tx_packets: AtomicU64,
-    tx_bytes: AtomicU64,
-    rx_errors: AtomicU64,
-    rx_length_errors: AtomicU64,
-    rx_dropped: AtomicU64,
-    tx_dropped: AtomicU64,
+    rx_packets: Counter,
+    rx_bytes: Counter,
+    tx_packets: Counter,
+    tx_bytes: Counter,
+    rx_errors: Counter,
+    rx_length_errors: Counter,
+    rx_dropped: Counter,
+    tx_dropped: Counter,
 }
 
 /// Error counters of the hardware, which clear on read and are therefore summed here.
@@ -457,7 +478,7 @@ impl E1000<'_> {
     pub(crate) fn xmit(&self, skb: Skb) -> core::result::Result<(), Skb> {
         // SAFETY: The stack calls `ndo_start_xmit` for the one queue under its lock.
         let Some(mut tx) = (unsafe { self.rings.transmit() }) else {
-            self.counters.tx_dropped.fetch_add(1, Ordering::Relaxed);
+            self.counters.tx_dropped.add(1);
             return Ok(());
         };
         let len = skb.len();
@@ -465,7 +486,7 @@ impl E1000<'_> {
             if queued {
                 self.netdev.sent_queue(len);
             } else {
-                self.counters.tx_dropped.fetch_add(1, Ordering::Relaxed);
+                self.counters.tx_dropped.add(1);
             }
         });
         if result.is_err() || tx.nearly_full() {
@@ -503,12 +524,8 @@ impl E1000<'_> {
         let done = tx.clean(budget);
         if done.frames > 0 {
             self.netdev.completed_queue(done.frames, done.queued_bytes);
-            self.counters
-                .tx_packets
-                .fetch_add(done.wire.packets, Ordering::Relaxed);
-            self.counters
-                .tx_bytes
-                .fetch_add(done.wire.bytes, Ordering::Relaxed);
+            self.counters.tx_packets.add(done.wire.packets);
+            self.counters.tx_bytes.add(done.wire.bytes);
             // Pairs with the barrier in `stop_queue_unless_room`.
             smp_mb(Full);
             if self.netdev.queue_stopped() && tx.has_room() {
@@ -525,14 +542,11 @@ impl E1000<'_> {
             self.bar.write32(tail as u32, regs::RDT);
         }
         let c = &self.counters;
-        c.rx_packets
-            .fetch_add(done.frames.packets, Ordering::Relaxed);
-        c.rx_bytes.fetch_add(done.frames.bytes, Ordering::Relaxed);
-        c.rx_errors
-            .fetch_add(done.errors + done.length_errors, Ordering::Relaxed);
-        c.rx_length_errors
-            .fetch_add(done.length_errors, Ordering::Relaxed);
-        c.rx_dropped.fetch_add(done.dropped, Ordering::Relaxed);
+        c.rx_packets.add(done.frames.packets);
+        c.rx_bytes.add(done.frames.bytes);
+        c.rx_errors.add(done.errors + done.length_errors);
+        c.rx_length_errors.add(done.length_errors);
+        c.rx_dropped.add(done.dropped);
         let work = (done.frames.packets + done.errors + done.length_errors + done.dropped) as i32;
         if work < budget && napi.complete_done(work) && self.running.load(Ordering::Acquire) {
             self.bar.write32(regs::INT_ENABLED, regs::IMS);
@@ -552,16 +566,15 @@ impl E1000<'_> {
             *errors
         };
         let c = &self.counters;
-        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let length_errors = get(&c.rx_length_errors) + hw.length;
+        let length_errors = c.rx_length_errors.get() + hw.length;
         Stats {
-            rx_packets: get(&c.rx_packets),
-            rx_bytes: get(&c.rx_bytes),
-            tx_packets: get(&c.tx_packets),
-            tx_bytes: get(&c.tx_bytes),
-            rx_errors: get(&c.rx_errors) + hw.crc + hw.length,
-            rx_dropped: get(&c.rx_dropped),
-            tx_dropped: get(&c.tx_dropped),
+            rx_packets: c.rx_packets.get(),
+            rx_bytes: c.rx_bytes.get(),
+            tx_packets: c.tx_packets.get(),
+            tx_bytes: c.tx_bytes.get(),
+            rx_errors: c.rx_errors.get() + hw.crc + hw.length,
+            rx_dropped: c.rx_dropped.get(),
+            tx_dropped: c.tx_dropped.get(),
             rx_length_errors: length_errors,
             rx_crc_errors: hw.crc,
             rx_missed_errors: hw.missed,
