@@ -10,7 +10,9 @@
 //!
 //! Each round measures e1000_rs three ways (its default, `rx_copy=1`, `tx_copy=1 rx_copy=1`),
 //! each against the C driver in turns with it; with `--default-only`, only the default, so that the
-//! same time buys three times the rounds for the figures the driver is judged by.
+//! same time buys three times the rounds for the figures the driver is judged by. With
+//! `--control`, the C driver takes e1000_rs's place: the ratios then show what the method gives two
+//! identical drivers, its own bias and spread.
 //!
 //! With `--instructions`, the DUT counts guest instructions instead (`Vm::count`, a QEMU plugin),
 //! and the figures are what each driver costs the DUT's CPUs: instructions per MiB sent and
@@ -19,7 +21,8 @@
 //! `--count blocks|atomics|mmio` counts the events that cost the emulator more than their
 //! instructions ([`harness::Counted`]).
 //!
-//! Run through `scripts/bench-e1000.sh [--instructions | --count KIND] [--default-only] [ROUNDS]`.
+//! Run through `scripts/bench-e1000.sh [--instructions | --count KIND] [--default-only | --control]
+//! [ROUNDS]`.
 
 use harness::{stats::Paired, BenchArgs, Scenario, SocketLink, Vm};
 
@@ -33,6 +36,14 @@ const CPUS: u32 = 1;
 
 /// An e1000_rs configuration: name, module parameters, title.
 type Variant = (&'static str, &'static str, &'static str);
+
+/// The control (`--control`): the C driver in e1000_rs's place, so that the ratios show what the
+/// method itself gives two identical drivers.
+const CONTROL: Variant = (
+    "control",
+    "",
+    "control: the C e1000 in e1000_rs's place (the ratio an equal driver gets)",
+);
 
 /// The e1000_rs configurations measured, the default first.
 const VARIANTS: [Variant; 3] = [
@@ -76,17 +87,22 @@ marks=0
 measure_mark() {{ if [ {count} = true ]; then mark; marks=$((marks + 1)); fi; }}
 # Transfers so far on each link, to find the peer's report of each.
 sent_a=0 sent_b=0
-# bind SLOTS PARAMS: e1000_rs (with PARAMS, commas for spaces) on the first|second NIC, the C
-# e1000 on the other, both up.
+# bind SLOTS NAME PARAMS: e1000_rs (with PARAMS, commas for spaces) on the first|second NIC, the
+# C e1000 on the other, both up; for the control, the C e1000 on both.
 bind() {{
     for a in $nic_a $nic_b; do
         [ -e /sys/bus/pci/devices/$a/driver ] && echo $a >/sys/bus/pci/devices/$a/driver/unbind
     done
     [ -d /sys/module/e1000_rs ] && rmmod e1000_rs
     if [ $1 = first ]; then rs_nic=$nic_a c_nic=$nic_b; else rs_nic=$nic_b c_nic=$nic_a; fi
-    echo e1000_rs >/sys/bus/pci/devices/$rs_nic/driver_override
     echo e1000 >/sys/bus/pci/devices/$c_nic/driver_override
-    insmod /modules/e1000_rs.ko $(echo "$2" | tr , ' ') || return 1
+    if [ $2 = control ]; then
+        echo e1000 >/sys/bus/pci/devices/$rs_nic/driver_override
+        echo $rs_nic >/sys/bus/pci/drivers_probe
+    else
+        echo e1000_rs >/sys/bus/pci/devices/$rs_nic/driver_override
+        insmod /modules/e1000_rs.ko $(echo "$3" | tr , ' ') || return 1
+    fi
     echo $c_nic >/sys/bus/pci/drivers_probe
     wait_for 10 iface_of $nic_a && wait_for 10 iface_of $nic_b || return 1
     up $nic_a 10.0.0.1 && up $nic_b 10.0.1.1 || return 1
@@ -119,7 +135,7 @@ while [ $round -lt {rounds} ]; do
     if [ $((round / 2 % 2)) = 0 ]; then slots=first; else slots=second; fi
     for variant in {variants}; do
         name=${{variant%%:*}}
-        bind $slots "${{variant#*:}}" || {{
+        bind $slots $name "${{variant#*:}}" || {{
             diag "round$round.$name: the NICs did not come up"; all_up=false; break 2; }}
         if [ $slots = first ]; then link_rs=a link_c=b; else link_rs=b link_c=a; fi
         turn=0
@@ -193,13 +209,16 @@ fn mbps(transfers: &[(f64, f64)]) -> f64 {
 
 fn main() {
     let args = BenchArgs::from_env(
-        "bench-e1000.sh [--instructions | --count KIND] [--default-only] [ROUNDS]",
-        &["--default-only"],
+        "bench-e1000.sh [--instructions | --count KIND] [--default-only | --control] [ROUNDS]",
+        &["--default-only", "--control"],
         1,
     );
     let counted = args.counted;
     let count = counted.is_some();
-    let variants = if args.has("--default-only") {
+    let control = [CONTROL];
+    let variants = if args.has("--control") {
+        &control[..]
+    } else if args.has("--default-only") {
         &VARIANTS[..1]
     } else {
         &VARIANTS[..]
