@@ -2,9 +2,10 @@
 # Benchmark: 4k random read IOPS (QD1, QD32) and 128k sequential read/write MB/s of nvme_rs against
 # the C nvme driver, in one boot, on identical controllers with a null-co and a file backend.
 # Prints the ratios.
-# Usage: scripts/bench-nvme.sh [--instructions | --count KIND] [ROUNDS] [SECONDS_PER_FIGURE]
+# Usage: scripts/bench-nvme.sh [--instructions | --count KIND] [--control] [ROUNDS] [SECONDS_PER_FIGURE]
 # (--instructions: guest instructions per I/O instead of throughput, counted by a QEMU plugin;
-# --count blocks|atomics|mmio: translated blocks, atomic instructions or device accesses instead)
+# --count blocks|atomics|mmio: translated blocks, atomic instructions or device accesses instead;
+# --control: the C nvme on nvme_rs's controllers too, to show the method's own bias)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --quiet

@@ -21,7 +21,11 @@
 //! throughput is not reported then. `--count blocks|atomics|mmio` counts, per I/O, the events that
 //! cost the emulator more than their instructions ([`harness::Counted`]).
 //!
-//! Run through `scripts/bench-nvme.sh [--instructions | --count KIND] [ROUNDS] [SECONDS]`.
+//! With `--control`, the C driver takes nvme_rs's controllers too: the ratios then show what the
+//! method gives two identical drivers, its own bias and spread.
+//!
+//! Run through `scripts/bench-nvme.sh [--instructions | --count KIND] [--control] [ROUNDS]
+//! [SECONDS]`.
 
 use harness::{
     nvme::{self, BIND_ALTERNATELY},
@@ -83,9 +87,10 @@ const FIGURES: [Figure; 4] = [
 
 const BACKENDS: [&str; 2] = ["null", "file"];
 
-fn script(rounds: u32, seconds: u32, count: bool) -> String {
+fn script(rounds: u32, seconds: u32, count: bool, control: bool) -> String {
     // The instruction counter marks each driver's whole run, so it needs them one after the other.
     let slice = if count { "" } else { SLICE_SECONDS };
+    let rs_driver = if control { "nvme" } else { "nvme_rs" };
     let mut s = format!(
         r#"
 set -- $(for d in /sys/bus/pci/devices/*; do
@@ -94,14 +99,15 @@ null_a=$1 null_b=$2 file_a=$3 file_b=$4
 check load-drivers sh -c 'insmod /modules/nvme_rs.ko && insmod /modules/nvme-core.ko && insmod /modules/nvme.ko'
 all_disks() {{ for a in $null_a $null_b $file_a $file_b; do disk_of "$a" >/dev/null || return 1; done; }}
 # Which controller of each identical pair nvme_rs drives alternates every other round (the
-# other goes to the C driver), so that neither driver always sits in the same PCI slot.
+# other goes to the C driver), so that neither driver always sits in the same PCI slot. In the
+# control, the C driver drives nvme_rs's controllers too.
 # Usage: bind_slots first|second
 bind_slots() {{
     if [ "$1" = first ]; then rs="$null_a $file_a" c="$null_b $file_b"; else rs="$null_b $file_b" c="$null_a $file_a"; fi
     for a in $null_a $null_b $file_a $file_b; do
         [ -e /sys/bus/pci/devices/$a/driver ] && echo "$a" >/sys/bus/pci/devices/$a/driver/unbind
     done
-    for a in $rs; do echo nvme_rs >/sys/bus/pci/devices/$a/driver_override; done
+    for a in $rs; do echo {rs_driver} >/sys/bus/pci/devices/$a/driver_override; done
     for a in $c; do echo nvme >/sys/bus/pci/devices/$a/driver_override; done
     for a in $null_a $null_b $file_a $file_b; do echo "$a" >/sys/bus/pci/drivers_probe; done
     wait_for 30 all_disks || return 1
@@ -114,8 +120,8 @@ name_disks() {{
     diag "disks=$null_rs,$null_c,$file_rs,$file_c"
 }}
 check disks wait_for 30 all_disks
-# BIND_ALTERNATELY gave nvme_rs the first controller of each pair.
-bound=first
+# BIND_ALTERNATELY gave nvme_rs the first controller of each pair; the control rebinds it.
+if [ {rs_driver} = nvme_rs ]; then bound=first; else bound=none; fi
 name_disks first
 export file_rs file_c
 check fill-file-backends sh -c 'blkio fill /dev/$file_rs 7 {SPAN_MIB} && blkio fill /dev/$file_c 7 {SPAN_MIB}'
@@ -168,10 +174,11 @@ check benchmark-done true
 
 fn main() {
     let args = BenchArgs::from_env(
-        "bench-nvme.sh [--instructions | --count KIND] [ROUNDS [SECONDS]]",
-        &[],
+        "bench-nvme.sh [--instructions | --count KIND] [--control] [ROUNDS [SECONDS]]",
+        &["--control"],
         2,
     );
+    let control = args.has("--control");
     let counted = args.counted;
     let count = counted.is_some();
     let rounds = args
@@ -190,7 +197,7 @@ fn main() {
         .without_debug_checks()
         .script(&format!(
             "{BIND_ALTERNATELY}{}",
-            script(rounds, seconds, count)
+            script(rounds, seconds, count, control)
         ))
         .timeout(std::time::Duration::from_secs(3600));
     if let Some(what) = counted {
@@ -225,6 +232,9 @@ fn main() {
         }
     };
     println!();
+    if control {
+        println!("control: the C nvme on nvme_rs's controllers (the ratio an equal driver gets)");
+    }
     println!("{}", Paired::header("C nvme", "nvme_rs"));
     for backend in BACKENDS {
         for f in &FIGURES {
