@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Prints, as KEY=VALUE lines, where the set-up put the kernel and its toolchain, for the harness and for
-# shells (`eval "$(scripts/env.sh --export)"`). Fails with a clear message when the kernel is not built.
+# Prints, as KEY=VALUE lines, where the set-up put the kernel and its toolchain, for the harness and
+# for shells (`eval "$(scripts/env.sh --export)"`). Fails with a clear message when the kernel is
+# not built.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"

@@ -12,8 +12,8 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CACHE=${RDD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rust-dma-drivers}
 TOOLS=$CACHE/tools
 
-# The kernel's Rust toolchain: Debian's rustc-web with its library source. rustup's rustc comes first in PATH
-# and has no rust-src, so the kernel is always told which one to use.
+# The kernel's Rust toolchain: Debian's rustc-web with its library source. rustup's rustc comes
+# first in PATH and has no rust-src, so the kernel is always told which one to use.
 KRUSTC=/usr/bin/rustc
 KRUSTDOC=/usr/bin/rustdoc
 KCLIPPY=/usr/bin/clippy-driver
@@ -40,7 +40,8 @@ source_pins() {
 	sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$ROOT/kernel/sources.conf"
 }
 
-# The version of PACKAGE actually in the cache (the pin, or the fallback chosen when the pin was gone).
+# The version of PACKAGE actually in the cache (the pin, or the fallback chosen when the pin was
+# gone).
 source_version() {
 	local pkg=$1
 	[ -f "$CACHE/src/$pkg.version" ] || return 1

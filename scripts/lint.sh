@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Static checks: shellcheck, rustfmt (the kernel's configuration for kernel code), clippy (CLIPPY=1 for
-# kernel code, cargo clippy for the harness) and checkpatch for the C files. Fails on any finding.
+# Static checks: shellcheck, rustfmt (the kernel's configuration for kernel code), clippy (CLIPPY=1
+# for kernel code, cargo clippy for the harness) and checkpatch for the C files. Fails on any
+# finding.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs everything the project needs and builds the Rust-enabled kernel. Idempotent: a re-run with
-# everything up to date only checks, and says so.
+# Installs everything the project needs and builds the Rust-enabled kernel. Idempotent: a re-run
+# with everything up to date only checks, and says so.
 #
 #   scripts/setup.sh            all steps
 #   scripts/setup.sh --quiet    the same, without the final summary
@@ -123,8 +123,8 @@ step_sources() {
 	done < <(source_pins)
 }
 
-# Run make, showing one progress line every 20 s instead of thousands of compiler lines; the whole output
-# goes to LOG and its tail is shown on failure.
+# Run make, showing one progress line every 20 s instead of thousands of compiler lines; the whole
+# output goes to LOG and its tail is shown on failure.
 make_with_progress() {
 	local what=$1 log=$2
 	shift 2
@@ -172,8 +172,8 @@ step_kernel() {
 	touch "$build/.complete"
 }
 
-# Every option the fragment asks for must have survived olddefconfig, or some test would later fail for a
-# reason far from its cause.
+# Every option the fragment asks for must have survived olddefconfig, or some test would later fail
+# for a reason far from its cause.
 check_config() {
 	local config=$1 line name want got bad=0
 	while IFS= read -r line; do

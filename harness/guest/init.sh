@@ -1,7 +1,7 @@
 #!/bin/busybox sh
 # shellcheck shell=dash
-# /init of every test VM. It reports on the second serial port (/dev/ttyS1) in KTAP, the format of the
-# kernel's KUnit, and leaves the console (/dev/ttyS0) to the kernel's own log.
+# /init of every test VM. It reports on the second serial port (/dev/ttyS1) in KTAP, the format of
+# the kernel's KUnit, and leaves the console (/dev/ttyS0) to the kernel's own log.
 /bin/busybox mkdir -p /proc /sys /dev /tmp /run /mnt /usr/bin /usr/sbin /sbin
 /bin/busybox --install -s
 mount -t proc proc /proc
@@ -206,7 +206,8 @@ echo "guest: scenario starting" >/dev/kmsg
 . /scenario.sh
 echo "guest: scenario finished" >/dev/kmsg
 
-# kmemleak reports only objects older than 5 s, so let the scenario's last frees age before the scan.
+# kmemleak reports only objects older than 5 s, so let the scenario's last frees age before the
+# scan.
 if [ -e /sys/kernel/debug/kmemleak ] && grep -qw kmemleak=on /proc/cmdline; then
 	sleep 6
 	echo scan >/sys/kernel/debug/kmemleak

@@ -10,8 +10,8 @@ use crate::{err, Env, Result};
 /// Builds the module directory `dir` (absolute, or relative to the repository root) with
 /// `make -C $KDIR M=<dir> modules` and returns the `.ko` files it produced.
 ///
-/// Tests run in parallel threads; builds of one directory are serialised so that Kbuild never runs twice in
-/// the same tree at once.
+/// Tests run in parallel threads; builds of one directory are serialised so that Kbuild never runs
+/// twice in the same tree at once.
 pub fn build_module(dir: impl AsRef<Path>) -> Result<Vec<PathBuf>> {
     let env = Env::get()?;
     let dir = env.root.join(dir.as_ref());

@@ -31,8 +31,8 @@ const MARKERS: &[(&str, &str)] = &[
     ("receive checksum", "hw csum failure"),
 ];
 
-/// Lines that contain a marker but report nothing wrong: DMA-API debugging announcing itself at boot,
-/// or that a benchmark turned it off (`Vm::without_debug_checks`).
+/// Lines that contain a marker but report nothing wrong: DMA-API debugging announcing itself at
+/// boot, or that a benchmark turned it off (`Vm::without_debug_checks`).
 const BENIGN: &[&str] = &[
     "DMA-API: preallocated",
     "DMA-API: debugging enabled by kernel config",

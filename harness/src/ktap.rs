@@ -1,8 +1,8 @@
 //! Reads the KTAP that a guest writes on its result port.
 //!
-//! The guest's `/init` writes `KTAP version 1`, one `ok N name` / `not ok N name # reason` line a check,
-//! `# key=value` diagnostics, and at the end the plan `1..N` followed by `# guest: done`. A stream without
-//! that ending belongs to a guest that died or ran out of time.
+//! The guest's `/init` writes `KTAP version 1`, one `ok N name` / `not ok N name # reason` line a
+//! check, `# key=value` diagnostics, and at the end the plan `1..N` followed by `# guest: done`. A
+//! stream without that ending belongs to a guest that died or ran out of time.
 
 /// One test result.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,11 +1,12 @@
 //! Host-side test harness for the project's kernel modules.
 //!
-//! A test describes a [`Scenario`]: one or more QEMU VMs, each with the devices it needs, the modules to
-//! build and put in its initramfs, and a guest shell script. The harness builds the modules against the
-//! project's cached kernel (Kbuild), boots every VM under TCG with a hard time limit, and returns what the
-//! guests reported in KTAP on their second serial port, together with each console log. A scenario fails
-//! when a guest check fails, when a guest does not finish, or when the kernel log shows an Oops, BUG,
-//! WARNING, `DMA-API:` or kmemleak report; every failure names the log file to read.
+//! A test describes a [`Scenario`]: one or more QEMU VMs, each with the devices it needs, the
+//! modules to build and put in its initramfs, and a guest shell script. The harness builds the
+//! modules against the project's cached kernel (Kbuild), boots every VM under TCG with a hard time
+//! limit, and returns what the guests reported in KTAP on their second serial port, together with
+//! each console log. A scenario fails when a guest check fails, when a guest does not finish, or
+//! when the kernel log shows an Oops, BUG, WARNING, `DMA-API:` or kmemleak report; every failure
+//! names the log file to read.
 //!
 //! ```no_run
 //! use harness::{Scenario, Vm};

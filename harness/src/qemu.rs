@@ -103,8 +103,8 @@ pub enum Counted {
     /// Atomic read-modify-write instructions (`lock` prefix, `xchg` with memory): each a call out
     /// of the translated code.
     Atomics,
-    /// Memory-mapped accesses that reach an emulated device (MMIO; port I/O is not counted): each a
-    /// call into the device model.
+    /// Memory-mapped accesses that reach an emulated device (MMIO; port I/O is not counted): each
+    /// a call into the device model.
     Mmio,
 }
 

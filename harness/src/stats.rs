@@ -15,9 +15,10 @@ pub fn median(values: &[f64]) -> f64 {
     }
 }
 
-/// A confidence interval of at least 95% for the median of what `values` sample: the `k`-th smallest
-/// and the `k`-th largest value, with `k` the largest for which the binomial law with p = 1/2 leaves
-/// at most 2.5% below `k` on either side. `None` for fewer than 6 values, where no such `k` exists.
+/// A confidence interval of at least 95% for the median of what `values` sample: the `k`-th
+/// smallest and the `k`-th largest value, with `k` the largest for which the binomial law with
+/// p = 1/2 leaves at most 2.5% below `k` on either side. `None` for fewer than 6 values, where no
+/// such `k` exists.
 pub fn median_interval(values: &[f64]) -> Option<(f64, f64)> {
     let mut sorted = values.to_vec();
     sorted.sort_by(f64::total_cmp);

@@ -12,8 +12,9 @@ pub const VENDORED: &[&str] = &[
     "src/dma_local_shim.h",
 ];
 
-/// Generates a driver called `name` from `template/` into `target/generated/<name>` (replacing an older
-/// one), and checks that its DMA wrapper is byte-identical to the template's. Returns its directory.
+/// Generates a driver called `name` from `template/` into `target/generated/<name>` (replacing an
+/// older one), and checks that its DMA wrapper is byte-identical to the template's. Returns its
+/// directory.
 pub fn generate_driver(name: &str) -> Result<PathBuf> {
     let env = Env::get()?;
     let out = env.root.join("target/generated");

@@ -1,10 +1,11 @@
-//! The contracts of `dma_local` (template/src/dma_local.rs), checked in the guest against a bound PCI
-//! device with DMA-API debugging on: the self-test module reports one KTAP line a contract, and each one
-//! becomes a result of this scenario.
+//! The contracts of `dma_local` (template/src/dma_local.rs), checked in the guest against a bound
+//! PCI device with DMA-API debugging on: the self-test module reports one KTAP line a contract, and
+//! each one becomes a result of this scenario.
 
 use harness::{Scenario, Vm};
 
-/// Runs the self-test and turns its KTAP lines in the kernel log into results named `dma_local.<test>`.
+/// Runs the self-test and turns its KTAP lines in the kernel log into results named
+/// `dma_local.<test>`.
 const SCRIPT: &str = r#"
 check load insmod /modules/dma_local_selftest.ko
 check bus-master-while-bound pci_bus_master 0000:00:02.0

@@ -1,5 +1,5 @@
-//! Tests of the harness itself: failures in the guest or in the kernel log must fail a scenario with a
-//! message that says what failed and where the log is.
+//! Tests of the harness itself: failures in the guest or in the kernel log must fail a scenario
+//! with a message that says what failed and where the log is.
 
 use harness::{Scenario, Vm};
 

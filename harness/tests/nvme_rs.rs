@@ -15,7 +15,8 @@ check load insmod /modules/nvme_rs.ko
 check disks-per-namespace wait_for 20 test -b /dev/rsnvme0n1 -a -b /dev/rsnvme0n2
 check load-c-nvme sh -c 'insmod /modules/nvme-core.ko && insmod /modules/nvme.ko'
 check c-disks wait_for 20 test -b /dev/nvme0n1 -a -b /dev/nvme0n2
-# The C driver numbers its disks in the order its asynchronous scan finds the namespaces: go by NSID.
+# The C driver numbers its disks in the order its asynchronous scan finds the namespaces: go by
+# NSID.
 c_disk() { for d in /sys/block/nvme0n*; do [ "$(cat "$d/nsid")" = "$1" ] && echo "${d##*/}"; done; }
 c1=$(c_disk 1) c2=$(c_disk 2)
 diag "c_disks=$c1,$c2"

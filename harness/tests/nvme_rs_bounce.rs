@@ -20,7 +20,8 @@ rs=$(disk_of $RS_PCI) c=$(disk_of $C_PCI)
 q() { cat "/sys/block/$1/queue/$2"; }
 diag "rs_max_hw_sectors_kb=$(q $rs max_hw_sectors_kb) c_max_hw_sectors_kb=$(q $c max_hw_sectors_kb)"
 check max-transfer-as-c test "$(q $rs max_hw_sectors_kb)" = "$(q $c max_hw_sectors_kb)"
-# Direct I/O in 1 MiB requests, split at the largest transfer, then read back through the page cache.
+# Direct I/O in 1 MiB requests, split at the largest transfer, then read back through the page
+# cache.
 check pattern-write blkio fill /dev/$rs 0xb0b 96
 check pattern-verify blkio verify /dev/$rs 0xb0b 96
 check c-pattern-write blkio fill /dev/$c 0xb0b 96

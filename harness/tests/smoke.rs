@@ -1,5 +1,5 @@
-//! The foundation's first scenario: an out-of-tree Rust module is built against the project's kernel,
-//! loaded, exercised and unloaded, and the guest reports each step.
+//! The foundation's first scenario: an out-of-tree Rust module is built against the project's
+//! kernel, loaded, exercised and unloaded, and the guest reports each step.
 
 use harness::{Scenario, Vm};
 

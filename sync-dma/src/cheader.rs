@@ -1,11 +1,12 @@
-//! Just enough of a C preprocessor and parser to fingerprint kernel headers: comments, line continuations
-//! and conditionals (against a fixed set of x86_64 configuration symbols), object-like `#define`s, enums,
-//! typedefs and top-level function declarations. Formatting and comments never change a fingerprint.
+//! Just enough of a C preprocessor and parser to fingerprint kernel headers: comments, line
+//! continuations and conditionals (against a fixed set of x86_64 configuration symbols),
+//! object-like `#define`s, enums, typedefs and top-level function declarations. Formatting and
+//! comments never change a fingerprint.
 
 use std::collections::BTreeMap;
 
-/// Configuration symbols taken as set when evaluating `#if`s: an x86_64 kernel with DMA. Anything else is
-/// unset. The fingerprint is of this configuration, the same on both sides of a comparison.
+/// Configuration symbols taken as set when evaluating `#if`s: an x86_64 kernel with DMA. Anything
+/// else is unset. The fingerprint is of this configuration, the same on both sides of a comparison.
 const CONFIG_SET: &[&str] = &[
     "CONFIG_64BIT",
     "CONFIG_X86",
@@ -72,8 +73,8 @@ pub fn normalize_ws(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// Evaluates a `#if` condition: `defined(X)`, `defined X`, `IS_ENABLED(X)`, `!`, `&&`, `||`, `0`, `1`.
-/// Anything it cannot read counts as false.
+/// Evaluates a `#if` condition: `defined(X)`, `defined X`, `IS_ENABLED(X)`, `!`, `&&`, `||`, `0`,
+/// `1`. Anything it cannot read counts as false.
 fn eval_condition(cond: &str) -> bool {
     let cond = cond.replace("defined", " defined ");
     let tokens: Vec<String> = tokenize(&cond);
@@ -159,7 +160,8 @@ pub fn tokenize(s: &str) -> Vec<String> {
     out
 }
 
-/// Preprocesses `text`: comments out, conditionals resolved, `#define`s collected, other directives dropped.
+/// Preprocesses `text`: comments out, conditionals resolved, `#define`s collected, other directives
+/// dropped.
 pub fn preprocess(text: &str) -> Header {
     let text = strip_comments(text);
     let mut header = Header::default();
@@ -229,7 +231,8 @@ pub fn preprocess(text: &str) -> Header {
     header
 }
 
-/// A top-level statement of preprocessed code: the text before its body or `;`, and whether it had a body.
+/// A top-level statement of preprocessed code: the text before its body or `;`, and whether it had
+/// a body.
 fn statements(code: &str) -> Vec<(String, Option<String>)> {
     let mut out = Vec::new();
     let mut current = String::new();
@@ -443,7 +446,8 @@ pub fn enums(
     for (decl, body) in statements(&header.code) {
         let Some(body) = body else { continue };
         let tokens = tokenize(&decl);
-        // Only an enum's own definition: `enum name { ... }` or `enum { ... }`, not a function taking one.
+        // Only an enum's own definition: `enum name { ... }` or `enum { ... }`, not a function
+        // taking one.
         let name = match tokens.as_slice() {
             [.., e] if e == "enum" => None,
             [.., e, n] if e == "enum" => Some(n.clone()),
@@ -511,8 +515,9 @@ pub fn width_of(ty: &str) -> Option<u32> {
     })
 }
 
-/// Evaluates a constant expression, looking names up in `scope` (macro text or enumerator values). Knows
-/// the kernel's `BIT()`, `BIT_ULL()`, `_BITUL()`, `_AC()` and casts such as `(__force gfp_t)`.
+/// Evaluates a constant expression, looking names up in `scope` (macro text or enumerator values).
+/// Knows the kernel's `BIT()`, `BIT_ULL()`, `_BITUL()`, `_AC()` and casts such as
+/// `(__force gfp_t)`.
 pub fn evaluate(expr: &str, scope: &BTreeMap<String, String>) -> Option<i128> {
     let tokens = tokenize(expr);
     let mut p = Parser {

@@ -1,5 +1,5 @@
-//! The fingerprint of the kernel's C DMA API (and of the kernel crate's layouts) that `dma_local` relies
-//! on, taken from a kernel source tree and the list in `template/dma_local.api`.
+//! The fingerprint of the kernel's C DMA API (and of the kernel crate's layouts) that `dma_local`
+//! relies on, taken from a kernel source tree and the list in `template/dma_local.api`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -64,8 +64,8 @@ pub fn read_api(path: &Path) -> Result<Vec<ApiItem>> {
     Ok(items)
 }
 
-/// A fingerprinted symbol: its value, and whether `dma_local` uses it (otherwise it is only part of the
-/// API's surface).
+/// A fingerprinted symbol: its value, and whether `dma_local` uses it (otherwise it is only part of
+/// the API's surface).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Symbol {
     /// The normalised prototype, the evaluated value, the width or the layout.
@@ -77,8 +77,8 @@ pub struct Symbol {
 /// Fingerprint: `"kind name"` → symbol.
 pub type Fingerprint = BTreeMap<String, Symbol>;
 
-/// The kernel source tree behind `kdir`: a source tree, or a build directory whose `source` link points
-/// to one.
+/// The kernel source tree behind `kdir`: a source tree, or a build directory whose `source` link
+/// points to one.
 pub fn kernel_source(kdir: &Path) -> Result<PathBuf> {
     for candidate in [kdir.to_path_buf(), kdir.join("source")] {
         if candidate.join("include/linux/dma-mapping.h").is_file() {

@@ -1,5 +1,6 @@
-//! `sync-dma`: keeps every driver's copy of `dma_local` in step with the template, and the template with
-//! the kernel's C DMA API. Run through `scripts/sync-dma.sh`; `sync-dma --help` lists the commands.
+//! `sync-dma`: keeps every driver's copy of `dma_local` in step with the template, and the template
+//! with the kernel's C DMA API. Run through `scripts/sync-dma.sh`; `sync-dma --help` lists the
+//! commands.
 
 mod cheader;
 mod fingerprint;
@@ -453,8 +454,8 @@ fn fresh_manifest(
     Ok(m)
 }
 
-/// Stores the template's files in git's object database, so that a later update finds them as its merge
-/// base.
+/// Stores the template's files in git's object database, so that a later update finds them as its
+/// merge base.
 fn store_blobs(root: &Path) -> Result<()> {
     for file in VENDORED {
         git(root, &["hash-object", "-w", &format!("template/{file}")])?;

@@ -1,6 +1,6 @@
-//! The committed manifest, `dma_local.manifest`: what each copy of the wrapper was when last synced, and
-//! the fingerprint of the kernel's C DMA API it was synced against. Its last line is a checksum of the rest,
-//! so that a damaged or hand-edited manifest is refused instead of trusted.
+//! The committed manifest, `dma_local.manifest`: what each copy of the wrapper was when last
+//! synced, and the fingerprint of the kernel's C DMA API it was synced against. Its last line is a
+//! checksum of the rest, so that a damaged or hand-edited manifest is refused instead of trusted.
 
 use std::collections::BTreeMap;
 use std::path::Path;

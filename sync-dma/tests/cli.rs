@@ -1,6 +1,6 @@
-//! `sync-dma` end to end, on scratch git repositories holding the real template, and on the real Debian
-//! kernel trees the set-up unpacked (linux-source-6.12, -7.2, -7.3). Header mutations are made at test
-//! time on copies; no kernel text is committed.
+//! `sync-dma` end to end, on scratch git repositories holding the real template, and on the real
+//! Debian kernel trees the set-up unpacked (linux-source-6.12, -7.2, -7.3). Header mutations are
+//! made at test time on copies; no kernel text is committed.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -142,7 +142,8 @@ impl Scratch {
         std::fs::write(self.path(rel), text).unwrap();
     }
 
-    /// Every file of the scratch repository with its content, to show that a failed command wrote nothing.
+    /// Every file of the scratch repository with its content, to show that a failed command wrote
+    /// nothing.
     fn snapshot(&self) -> BTreeMap<String, Vec<u8>> {
         let list = self.git(&["ls-files", "--cached", "--others", "--exclude-standard"]);
         list.lines()

@@ -203,7 +203,10 @@ static uint64_t pattern_word(uint64_t seed, uint64_t offset)
 	return splitmix64(seed ^ (offset * 0xd1b54a32d192ed03ULL));
 }
 
-/* Fills len bytes (a multiple of 8) at buf with the SEED pattern of the device bytes from offset. */
+/*
+ * Fills len bytes (a multiple of 8) at buf with the SEED pattern of the device bytes from
+ * offset.
+ */
 static void fill_pattern(char *buf, uint64_t seed, uint64_t offset, size_t len)
 {
 	for (size_t i = 0; i < len; i += 8) {

@@ -11,7 +11,8 @@ use harness::{
 /// The driver the demo generates from the template, as a user would.
 const EDU_DRIVER: &str = "edu_demo";
 
-/// What the demo guest does; each step is reported in KTAP, and the drivers' kernel messages are shown.
+/// What the demo guest does; each step is reported in KTAP, and the drivers' kernel messages are
+/// shown.
 const DEMO_SCRIPT: &str = r#"
 check load-rust_smoke insmod /modules/rust_smoke.ko len=65536
 check unload-rust_smoke rmmod rust_smoke
