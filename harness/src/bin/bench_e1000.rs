@@ -88,12 +88,13 @@ measure_mark() {{ if [ {count} = true ]; then mark; marks=$((marks + 1)); fi; }}
 # Transfers so far on each link, to find the peer's report of each.
 sent_a=0 sent_b=0
 # bind SLOTS NAME PARAMS: e1000_rs (with PARAMS, commas for spaces) on the first|second NIC, the
-# C e1000 on the other, both up; for the control, the C e1000 on both.
+# C e1000 on the other, both up; for the control, the C e1000 on both. Like the C driver, e1000_rs
+# stays loaded while its parameters stay the same: both are only unbound and probed again.
+loaded=none
 bind() {{
     for a in $nic_a $nic_b; do
         [ -e /sys/bus/pci/devices/$a/driver ] && echo $a >/sys/bus/pci/devices/$a/driver/unbind
     done
-    [ -d /sys/module/e1000_rs ] && rmmod e1000_rs
     if [ $1 = first ]; then rs_nic=$nic_a c_nic=$nic_b; else rs_nic=$nic_b c_nic=$nic_a; fi
     echo e1000 >/sys/bus/pci/devices/$c_nic/driver_override
     if [ $2 = control ]; then
@@ -101,7 +102,13 @@ bind() {{
         echo $rs_nic >/sys/bus/pci/drivers_probe
     else
         echo e1000_rs >/sys/bus/pci/devices/$rs_nic/driver_override
-        insmod /modules/e1000_rs.ko $(echo "$3" | tr , ' ') || return 1
+        if [ "$loaded" = "$3" ]; then
+            echo $rs_nic >/sys/bus/pci/drivers_probe
+        else
+            [ -d /sys/module/e1000_rs ] && rmmod e1000_rs
+            insmod /modules/e1000_rs.ko $(echo "$3" | tr , ' ') || return 1
+            loaded=$3
+        fi
     fi
     echo $c_nic >/sys/bus/pci/drivers_probe
     wait_for 10 iface_of $nic_a && wait_for 10 iface_of $nic_b || return 1
