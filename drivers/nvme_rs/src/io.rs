@@ -384,7 +384,7 @@ impl<'a> Pdu<'a> {
     }
 
     /// The mappings of the request's data, in segment order.
-    fn mappings(&self) -> impl Iterator<Item = &Mapping<'a>> + Clone {
+    fn mappings(&self) -> impl Iterator<Item = &Mapping<'a>> {
         Iterator::chain(core::iter::once(&self.first), self.more.iter()).map_while(Option::as_ref)
     }
 
@@ -808,25 +808,23 @@ fn build_sgl<'a>(
         command.prp2 = descriptor(map.len() as u64, command::SGL_DATA_BLOCK);
         return Ok(());
     }
-    let maps = pdu.mappings();
-    let count = maps.clone().count();
-    if SGL_DESCRIPTOR_BYTES * count > LIST_BLOCK_BYTES {
-        return Err(Status::IOERR);
-    }
+    // A block holds a descriptor for every segment (asserted with `SGL_DESCRIPTOR_BYTES`).
     let mut list = queue
         .ctrl
         .list_pool
         .alloc_unzeroed(Gfp::ATOMIC | Gfp::NOWARN)
         .map_err(|_| Status::RESOURCE)?;
-    for (i, map) in maps.enumerate() {
-        list.write(2 * i, map.dma_handle())
+    let mut count = 0;
+    for map in pdu.mappings() {
+        list.write(2 * count, map.dma_handle())
             .and_then(|()| {
                 list.write(
-                    2 * i + 1,
+                    2 * count + 1,
                     descriptor(map.len() as u64, command::SGL_DATA_BLOCK),
                 )
             })
             .map_err(|_| Status::IOERR)?;
+        count += 1;
     }
     command.prp1 = list.dma_handle();
     command.prp2 = descriptor(

@@ -262,8 +262,10 @@ static uint64_t device_size(int fd)
 	return 0;
 }
 
-static const char *errno_name(int e)
+/* How the output names errno e: its name, its number for one not listed, "0" for none. */
+static const char *errno_text(int e)
 {
+	static char number[16];
 	static const struct { int e; const char *name; } names[] = {
 		{ EIO, "EIO" }, { ENODEV, "ENODEV" }, { ENXIO, "ENXIO" }, { EBADF, "EBADF" },
 		{ EINVAL, "EINVAL" }, { ENOSPC, "ENOSPC" }, { EAGAIN, "EAGAIN" },
@@ -276,10 +278,13 @@ static const char *errno_name(int e)
 	};
 	size_t i;
 
+	if (!e)
+		return "0";
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (names[i].e == e)
 			return names[i].name;
-	return NULL;
+	snprintf(number, sizeof(number), "%d", e);
+	return number;
 }
 
 /* Native AIO through raw syscalls: there is no libaio in the guest. */
@@ -895,12 +900,8 @@ static int cmd_hammer(int argc, char **argv)
 		return 1;
 	}
 	if (short_io || res < 0) {
-		const char *name = short_io ? "short" : errno_name((int)-res);
-
-		if (name)
-			printf("hammer ios=%" PRIu64 " errors=1 last_errno=%s\n", ios, name);
-		else
-			printf("hammer ios=%" PRIu64 " errors=1 last_errno=%lld\n", ios, -res);
+		printf("hammer ios=%" PRIu64 " errors=1 last_errno=%s\n", ios,
+		       short_io ? "short" : errno_text((int)-res));
 		aio_destroy(ctx);
 		return 0;
 	}
@@ -940,7 +941,6 @@ static int cmd_atomic(int argc, char **argv)
 {
 	uint64_t seed, bytes, offset, mismatches = 0;
 	struct iovec iov;
-	const char *name;
 	ssize_t n;
 	char *buf;
 	int fd, err;
@@ -979,13 +979,8 @@ static int cmd_atomic(int argc, char **argv)
 		for (uint64_t i = 0; i < bytes; i += SECTOR)
 			mismatches += !sector_holds(buf + i, 0, seed, offset + i);
 	}
-	name = errno_name(err);
-	if (name || !err)
-		printf("atomic bytes=%" PRIu64 " errno=%s mismatches=%" PRIu64 "\n", bytes,
-		       err ? name : "0", mismatches);
-	else
-		printf("atomic bytes=%" PRIu64 " errno=%d mismatches=%" PRIu64 "\n", bytes, err,
-		       mismatches);
+	printf("atomic bytes=%" PRIu64 " errno=%s mismatches=%" PRIu64 "\n", bytes,
+	       errno_text(err), mismatches);
 	return err || mismatches ? 1 : 0;
 }
 
