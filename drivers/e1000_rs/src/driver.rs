@@ -482,13 +482,7 @@ impl E1000<'_> {
             return Ok(());
         };
         let len = skb.len();
-        let result = tx.push(skb).map(|queued| {
-            if queued {
-                self.netdev.sent_queue(len);
-            } else {
-                self.counters.tx_dropped.add(1);
-            }
-        });
+        let result = tx.push(skb);
         if result.is_err() || tx.nearly_full() {
             self.stop_queue_unless_room(&tx);
         }
@@ -496,10 +490,18 @@ impl E1000<'_> {
         // Frames the stack said more would follow go out when the burst ends or the queue stops
         // (then nothing more comes until completions, which need the device to have them). The MMIO
         // write orders after the descriptor writes (writel).
-        if !self.netdev.xmit_more() || self.netdev.xmit_stopped() {
+        let tell_device = match result {
+            Ok(true) => self.netdev.sent_queue(len),
+            Ok(false) => {
+                self.counters.tx_dropped.add(1);
+                !self.netdev.xmit_more() || self.netdev.xmit_stopped()
+            }
+            Err(_) => true,
+        };
+        if tell_device {
             self.bar.write32(tx.tail() as u32, regs::TDT);
         }
-        result
+        result.map(|_| ())
     }
 
     /// Stops the queue for lack of descriptors, unless the poll has just freed enough: it wakes a

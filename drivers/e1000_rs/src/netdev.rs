@@ -52,11 +52,12 @@ pub(crate) struct Stats {
 }
 
 extern "C" {
+    /// Where the private area starts in a `net_device`, and where the adapter pointer lies in
+    /// it, after the NAPI context that starts it: the hot paths read them without a call.
+    static e1000_rs_priv_offset: usize;
+    static e1000_rs_adapter_offset: usize;
     fn e1000_rs_alloc_netdev(parent: *mut c_void) -> *mut NetDevice;
-    fn e1000_rs_adapter(dev: *mut NetDevice) -> *mut c_void;
     fn e1000_rs_set_adapter(dev: *mut NetDevice, adapter: *mut c_void);
-    fn e1000_rs_napi(dev: *mut NetDevice) -> *mut NapiStruct;
-    fn e1000_rs_napi_dev(napi: *mut NapiStruct) -> *mut NetDevice;
     fn e1000_rs_register(dev: *mut NetDevice) -> c_int;
     fn e1000_rs_unregister(dev: *mut NetDevice);
     fn e1000_rs_free(dev: *mut NetDevice);
@@ -75,7 +76,7 @@ extern "C" {
     fn e1000_rs_queue_stopped(dev: *mut NetDevice) -> bool;
     fn e1000_rs_xmit_stopped(dev: *mut NetDevice) -> bool;
     fn e1000_rs_xmit_more() -> bool;
-    fn e1000_rs_sent_queue(dev: *mut NetDevice, bytes: c_uint);
+    fn e1000_rs_sent_queue(dev: *mut NetDevice, bytes: c_uint) -> bool;
     fn e1000_rs_completed_queue(dev: *mut NetDevice, packets: c_uint, bytes: c_uint);
     fn e1000_rs_reset_queue(dev: *mut NetDevice);
     fn e1000_rs_napi_enable(napi: *mut NapiStruct);
@@ -88,18 +89,9 @@ extern "C" {
     fn e1000_rs_receive(napi: *mut NapiStruct, skb: *mut bindings::sk_buff);
     fn e1000_rs_free_skb(skb: *mut bindings::sk_buff);
     fn e1000_rs_set_stats(stats: *mut LinkStats64, counters: *const Stats);
-    fn e1000_rs_skb_csum_partial(
-        skb: *mut bindings::sk_buff,
-        start: *mut c_uint,
-        offset: *mut c_uint,
-    ) -> bool;
     fn e1000_rs_skb_checksum_help(skb: *mut bindings::sk_buff) -> c_int;
-    fn e1000_rs_skb_headlen(skb: *mut bindings::sk_buff) -> c_uint;
-    fn e1000_rs_skb_nr_frags(skb: *mut bindings::sk_buff) -> c_uint;
     fn e1000_rs_skb_frag_address(skb: *mut bindings::sk_buff, i: c_uint) -> *mut c_void;
     fn e1000_rs_skb_frag_size(skb: *mut bindings::sk_buff, i: c_uint) -> c_uint;
-    fn e1000_rs_skb_gso_size(skb: *mut bindings::sk_buff) -> c_uint;
-    fn e1000_rs_skb_gso_type(skb: *mut bindings::sk_buff) -> c_uint;
     fn e1000_rs_skb_cow_head(skb: *mut bindings::sk_buff) -> c_int;
     fn e1000_rs_skb_network_offset(skb: *mut bindings::sk_buff) -> c_uint;
     fn e1000_rs_skb_transport_offset(skb: *mut bindings::sk_buff) -> c_uint;
@@ -257,10 +249,11 @@ impl NetDev {
         }
     }
 
-    /// The NAPI context.
+    /// The NAPI context, which starts the private area.
+    #[inline]
     pub(crate) fn napi(&self) -> Napi {
-        // SAFETY: `raw` is valid; the NAPI context lives in its private area.
-        Napi(unsafe { e1000_rs_napi(self.raw()) })
+        // SAFETY: `raw` is valid, so is its private area; the offset is a constant.
+        Napi(unsafe { self.raw().byte_add(e1000_rs_priv_offset).cast() })
     }
 
     /// Sets the interface's hardware address.
@@ -336,10 +329,14 @@ impl NetDev {
         unsafe { e1000_rs_xmit_more() }
     }
 
-    /// Byte queue limits: `bytes` were handed to the hardware.
-    pub(crate) fn sent_queue(&self, bytes: u32) {
-        // SAFETY: `raw` is valid.
-        unsafe { e1000_rs_sent_queue(self.raw(), bytes) };
+    /// In `ndo_start_xmit`, for a frame of `bytes` queued on the ring: counts it for byte queue
+    /// limits and says whether the device must be told now, which it need not while the stack
+    /// has more frames right after this one and the queue is not stopped
+    /// (`__netdev_tx_sent_queue` with `netdev_xmit_more`).
+    #[inline]
+    pub(crate) fn sent_queue(&self, bytes: u32) -> bool {
+        // SAFETY: `raw` is valid; it reads the calling CPU's transmit state.
+        unsafe { e1000_rs_sent_queue(self.raw(), bytes) }
     }
 
     /// Byte queue limits: the hardware finished `packets` packets of `bytes` bytes.
@@ -421,8 +418,6 @@ impl Napi {
     }
 }
 
-/// `SKB_GSO_TCPV4` (checked in `netdev_shim.c`).
-const SKB_GSO_TCPV4: c_uint = 1;
 /// IPv4 header: byte offsets of the fields TSO touches, and its least length.
 const IPV4_TOTAL_LENGTH: usize = 2;
 const IPV4_CHECKSUM: usize = 10;
@@ -485,13 +480,44 @@ impl Skb {
         raw
     }
 
+    /// The skb's header fields (the `headers` group of `struct sk_buff`).
+    #[inline]
+    fn headers(&self) -> &bindings::sk_buff__bindgen_ty_4__bindgen_ty_1 {
+        // SAFETY: `self.0` is a valid skb that this value owns. The group is one of two views of
+        // the same fields, both always valid.
+        unsafe {
+            (*self.0.as_ptr())
+                .__bindgen_anon_4
+                .__bindgen_anon_1
+                .as_ref()
+        }
+    }
+
+    /// Its `skb_shared_info`: fragments and segmentation offload.
+    #[inline]
+    fn shared_info(&self) -> &bindings::skb_shared_info {
+        let skb = self.0.as_ptr();
+        // SAFETY: `self.0` is a valid skb that this value owns. On 64-bit kernels `end` is an
+        // offset from `head` (the type below says so: a pointer would not compile), where the
+        // shared info starts (`skb_shinfo`).
+        unsafe {
+            let end: c_uint = (*skb).end;
+            &*(*skb)
+                .head
+                .add(end as usize)
+                .cast::<bindings::skb_shared_info>()
+        }
+    }
+
     /// The start of its data.
+    #[inline]
     pub(crate) fn data(&self) -> *mut u8 {
         // SAFETY: `self.0` is a valid skb.
         unsafe { (*self.0.as_ptr()).data }
     }
 
     /// Its length in bytes.
+    #[inline]
     pub(crate) fn len(&self) -> u32 {
         // SAFETY: `self.0` is a valid skb.
         unsafe { (*self.0.as_ptr()).len }
@@ -499,12 +525,19 @@ impl Skb {
 
     /// Where the checksum the stack left to the hardware starts and where it goes, both from the
     /// start of the frame; `None` when the stack computed it (not `CHECKSUM_PARTIAL`).
+    #[inline]
     pub(crate) fn checksum_offload(&self) -> Option<(u32, u32)> {
-        let (mut start, mut offset) = (0, 0);
-        // SAFETY: `self.0` is a valid skb; the out-pointers are valid.
-        let partial =
-            unsafe { e1000_rs_skb_csum_partial(self.0.as_ptr(), &mut start, &mut offset) };
-        partial.then_some((start, start + offset))
+        let headers = self.headers();
+        if u32::from(headers.ip_summed()) != bindings::CHECKSUM_PARTIAL {
+            return None;
+        }
+        // SAFETY: With `CHECKSUM_PARTIAL` the union holds `csum_start` and `csum_offset`.
+        let csum = unsafe { headers.__bindgen_anon_1.__bindgen_anon_1 };
+        // SAFETY: `self.0` is a valid skb; `data` and `head` point into the same buffer.
+        let headroom = unsafe { self.data().offset_from((*self.0.as_ptr()).head) };
+        // `skb_checksum_start_offset`: `csum_start` counts from `head`, this from `data`.
+        let start = u32::from(csum.csum_start).wrapping_sub(headroom as u32);
+        Some((start, start.wrapping_add(u32::from(csum.csum_offset))))
     }
 
     /// Computes the checksum in software (`skb_checksum_help`), for offsets the hardware cannot
@@ -514,25 +547,34 @@ impl Skb {
         kernel::error::to_result(unsafe { e1000_rs_skb_checksum_help(self.0.as_ptr()) })
     }
 
-    /// The length of the linear part, at [`Skb::data`]; the rest is in page fragments.
+    /// The length of the linear part, at [`Skb::data`]; the rest is in page fragments
+    /// (`skb_headlen`).
+    #[inline]
     pub(crate) fn head_len(&self) -> u32 {
         // SAFETY: `self.0` is a valid skb.
-        unsafe { e1000_rs_skb_headlen(self.0.as_ptr()) }
+        let skb = unsafe { &*self.0.as_ptr() };
+        skb.len - skb.data_len
     }
 
-    /// The page fragments after the linear part: CPU address and length of each.
-    pub(crate) fn frags(&self) -> impl Iterator<Item = (*mut u8, u32)> + '_ {
-        // SAFETY: `self.0` is a valid skb.
-        let count = unsafe { e1000_rs_skb_nr_frags(self.0.as_ptr()) };
-        (0..count).map(move |i| {
-            // SAFETY: `i` is below the skb's number of fragments.
-            unsafe {
-                (
-                    e1000_rs_skb_frag_address(self.0.as_ptr(), i).cast(),
-                    e1000_rs_skb_frag_size(self.0.as_ptr(), i),
-                )
-            }
-        })
+    /// How many page fragments follow the linear part.
+    #[inline]
+    pub(crate) fn frag_count(&self) -> u32 {
+        u32::from(self.shared_info().nr_frags)
+    }
+
+    /// Page fragment `i`: its CPU address and length.
+    ///
+    /// # Safety
+    ///
+    /// `i` is below [`Skb::frag_count`].
+    pub(crate) unsafe fn frag(&self, i: u32) -> (*mut u8, u32) {
+        // SAFETY: `self.0` is a valid skb with more than `i` fragments (safety requirement).
+        unsafe {
+            (
+                e1000_rs_skb_frag_address(self.0.as_ptr(), i).cast(),
+                e1000_rs_skb_frag_size(self.0.as_ptr(), i),
+            )
+        }
     }
 
     /// For a TCP/IPv4 segmentation offload skb: readies its headers for the hardware, which
@@ -540,13 +582,12 @@ impl Skb {
     /// `Ok(None)` for an skb the stack did not leave to segmentation offload.
     pub(crate) fn prepare_tso(&mut self) -> Result<Option<Tso>> {
         let raw = self.0.as_ptr();
-        // SAFETY: `raw` is a valid skb.
-        let mss = unsafe { e1000_rs_skb_gso_size(raw) };
+        let shared = self.shared_info();
+        let mss = shared.gso_size;
         if mss == 0 {
             return Ok(None);
         }
-        // SAFETY: As above.
-        if unsafe { e1000_rs_skb_gso_type(raw) } & SKB_GSO_TCPV4 == 0 {
+        if shared.gso_type & bindings::SKB_GSO_TCPV4 as c_uint == 0 {
             return Err(EINVAL);
         }
         // The headers are about to be written: make sure this skb has its own copy.
@@ -568,7 +609,7 @@ impl Skb {
             ip_start: u8::try_from(network)?,
             tcp_start: u8::try_from(transport)?,
             header_len: u8::try_from(header_len)?,
-            mss: u16::try_from(mss)?,
+            mss,
             payload_len: self.len() - header_len,
         };
         let data = self.data();
@@ -726,9 +767,27 @@ impl Drop for RxBuffer {
 /// # Safety
 ///
 /// `dev` is a `net_device` of this driver whose adapter was set and is still alive.
+#[inline]
 unsafe fn adapter<'a>(dev: *mut NetDevice) -> &'a E1000<'a> {
-    // SAFETY: By the function's safety requirements.
-    unsafe { &*e1000_rs_adapter(dev).cast::<E1000<'a>>() }
+    // SAFETY: The NAPI context of a valid device (safety requirement) starts its private area.
+    unsafe { napi_adapter(dev.byte_add(e1000_rs_priv_offset).cast()) }
+}
+
+/// The adapter behind the NAPI context of one of this driver's devices.
+///
+/// # Safety
+///
+/// As for [`adapter`], for the device `napi` belongs to.
+#[inline]
+unsafe fn napi_adapter<'a>(napi: *mut NapiStruct) -> &'a E1000<'a> {
+    // SAFETY: The NAPI context starts the private area, which holds the adapter pointer at the
+    // offset; the pointer was set to an adapter still alive (safety requirements).
+    unsafe {
+        let pointer = napi
+            .byte_add(e1000_rs_adapter_offset)
+            .cast::<*const E1000<'a>>();
+        &*pointer.read()
+    }
 }
 
 /// `ndo_open`.
@@ -849,8 +908,7 @@ pub(crate) unsafe extern "C" fn e1000_rs_set_rx_mode(
 /// Called by NAPI with the context of one of this driver's devices.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn e1000_rs_poll(napi: *mut NapiStruct, budget: c_int) -> c_int {
-    // SAFETY: The context belongs to a device of this driver, polled only while it is open.
-    let dev = unsafe { e1000_rs_napi_dev(napi) };
-    // SAFETY: As in `e1000_rs_open`.
-    unsafe { adapter(dev) }.poll(Napi(napi), budget)
+    // SAFETY: The context belongs to a device of this driver, polled only while it is open, when
+    // its adapter is set.
+    unsafe { napi_adapter(napi) }.poll(Napi(napi), budget)
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * One-line wrappers for what Rust cannot call: static inline functions, macros, bitfields and
- * unions of sk_buff, net_device (which bindgen leaves opaque), and the networking functions the
+ * One-line wrappers for what Rust cannot call: static inline functions, macros, the fields of
+ * net_device and napi_struct (which bindgen leaves opaque), and the networking functions the
  * kernel's bindings do not declare. Also the net_device_ops table, whose callbacks are all in Rust.
  * No driver logic lives here.
  */
@@ -13,14 +13,20 @@
 
 /* netdev.rs returns these as plain integers. */
 static_assert(NETDEV_TX_OK == 0x00 && NETDEV_TX_BUSY == 0x10);
-/* netdev.rs checks the GSO type against this value. */
-static_assert(SKB_GSO_TCPV4 == 1);
 
 /* The net_device's private area: the NAPI context and a pointer to the Rust adapter. */
 struct e1000_rs_priv {
 	struct napi_struct napi;
 	void *adapter;
 };
+
+/*
+ * netdev.rs finds the private area (netdev_priv: the priv array) and the adapter in it at these
+ * offsets, and the NAPI context at the area's start: bindgen leaves both structures opaque.
+ */
+const size_t e1000_rs_priv_offset = offsetof(struct net_device, priv);
+const size_t e1000_rs_adapter_offset = offsetof(struct e1000_rs_priv, adapter);
+static_assert(offsetof(struct e1000_rs_priv, napi) == 0);
 
 static const struct net_device_ops e1000_rs_netdev_ops = {
 	.ndo_open = e1000_rs_open,
@@ -42,29 +48,14 @@ struct net_device *e1000_rs_alloc_netdev(struct device *parent)
 		dev->features |= NETIF_F_HW_CSUM | NETIF_F_SG | NETIF_F_TSO | NETIF_F_RXCSUM;
 		dev->hw_features |= NETIF_F_HW_CSUM | NETIF_F_SG | NETIF_F_TSO | NETIF_F_RXCSUM;
 		dev->priv_flags |= IFF_UNICAST_FLT;
-		netif_napi_add(dev, e1000_rs_napi(dev), e1000_rs_poll);
+		netif_napi_add(dev, netdev_priv(dev), e1000_rs_poll);
 	}
 	return dev;
-}
-
-void *e1000_rs_adapter(struct net_device *dev)
-{
-	return ((struct e1000_rs_priv *)netdev_priv(dev))->adapter;
 }
 
 void e1000_rs_set_adapter(struct net_device *dev, void *adapter)
 {
 	((struct e1000_rs_priv *)netdev_priv(dev))->adapter = adapter;
-}
-
-struct napi_struct *e1000_rs_napi(struct net_device *dev)
-{
-	return &((struct e1000_rs_priv *)netdev_priv(dev))->napi;
-}
-
-struct net_device *e1000_rs_napi_dev(struct napi_struct *napi)
-{
-	return napi->dev;
 }
 
 int e1000_rs_register(struct net_device *dev)
@@ -164,9 +155,9 @@ bool e1000_rs_xmit_more(void)
 	return netdev_xmit_more();
 }
 
-void e1000_rs_sent_queue(struct net_device *dev, unsigned int bytes)
+bool e1000_rs_sent_queue(struct net_device *dev, unsigned int bytes)
 {
-	netdev_sent_queue(dev, bytes);
+	return __netdev_tx_sent_queue(netdev_get_tx_queue(dev, 0), bytes, netdev_xmit_more());
 }
 
 void e1000_rs_completed_queue(struct net_device *dev, unsigned int packets, unsigned int bytes)
@@ -228,27 +219,13 @@ void e1000_rs_free_skb(struct sk_buff *skb)
 	dev_kfree_skb_any(skb);
 }
 
-bool e1000_rs_skb_csum_partial(struct sk_buff *skb, unsigned int *start, unsigned int *offset)
-{
-	*start = skb_checksum_start_offset(skb);
-	*offset = skb->csum_offset;
-	return skb->ip_summed == CHECKSUM_PARTIAL;
-}
 
 int e1000_rs_skb_checksum_help(struct sk_buff *skb)
 {
 	return skb_checksum_help(skb);
 }
 
-unsigned int e1000_rs_skb_headlen(struct sk_buff *skb)
-{
-	return skb_headlen(skb);
-}
 
-unsigned int e1000_rs_skb_nr_frags(struct sk_buff *skb)
-{
-	return skb_shinfo(skb)->nr_frags;
-}
 
 void *e1000_rs_skb_frag_address(struct sk_buff *skb, unsigned int i)
 {
@@ -260,15 +237,7 @@ unsigned int e1000_rs_skb_frag_size(struct sk_buff *skb, unsigned int i)
 	return skb_frag_size(&skb_shinfo(skb)->frags[i]);
 }
 
-unsigned int e1000_rs_skb_gso_size(struct sk_buff *skb)
-{
-	return skb_shinfo(skb)->gso_size;
-}
 
-unsigned int e1000_rs_skb_gso_type(struct sk_buff *skb)
-{
-	return skb_shinfo(skb)->gso_type;
-}
 
 int e1000_rs_skb_cow_head(struct sk_buff *skb)
 {

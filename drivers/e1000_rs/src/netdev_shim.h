@@ -25,11 +25,12 @@ struct e1000_rs_stats {
 	u64 rx_length_errors, rx_crc_errors, rx_missed_errors;
 };
 
+/* Offsets netdev.rs reads the private area and the adapter pointer at. */
+extern const size_t e1000_rs_priv_offset;
+extern const size_t e1000_rs_adapter_offset;
+
 struct net_device *e1000_rs_alloc_netdev(struct device *parent);
-void *e1000_rs_adapter(struct net_device *dev);
 void e1000_rs_set_adapter(struct net_device *dev, void *adapter);
-struct napi_struct *e1000_rs_napi(struct net_device *dev);
-struct net_device *e1000_rs_napi_dev(struct napi_struct *napi);
 int e1000_rs_register(struct net_device *dev);
 void e1000_rs_unregister(struct net_device *dev);
 void e1000_rs_free(struct net_device *dev);
@@ -48,7 +49,7 @@ void e1000_rs_wake_queue(struct net_device *dev);
 bool e1000_rs_queue_stopped(struct net_device *dev);
 bool e1000_rs_xmit_stopped(struct net_device *dev);
 bool e1000_rs_xmit_more(void);
-void e1000_rs_sent_queue(struct net_device *dev, unsigned int bytes);
+bool e1000_rs_sent_queue(struct net_device *dev, unsigned int bytes);
 void e1000_rs_completed_queue(struct net_device *dev, unsigned int packets, unsigned int bytes);
 void e1000_rs_reset_queue(struct net_device *dev);
 void e1000_rs_napi_enable(struct napi_struct *napi);
@@ -60,14 +61,9 @@ void e1000_rs_skb_checksum_complete(struct sk_buff *skb, __wsum checksum);
 void e1000_rs_skb_reserve(struct sk_buff *skb, unsigned int length);
 void e1000_rs_receive(struct napi_struct *napi, struct sk_buff *skb);
 void e1000_rs_free_skb(struct sk_buff *skb);
-bool e1000_rs_skb_csum_partial(struct sk_buff *skb, unsigned int *start, unsigned int *offset);
 int e1000_rs_skb_checksum_help(struct sk_buff *skb);
-unsigned int e1000_rs_skb_headlen(struct sk_buff *skb);
-unsigned int e1000_rs_skb_nr_frags(struct sk_buff *skb);
 void *e1000_rs_skb_frag_address(struct sk_buff *skb, unsigned int i);
 unsigned int e1000_rs_skb_frag_size(struct sk_buff *skb, unsigned int i);
-unsigned int e1000_rs_skb_gso_size(struct sk_buff *skb);
-unsigned int e1000_rs_skb_gso_type(struct sk_buff *skb);
 int e1000_rs_skb_cow_head(struct sk_buff *skb);
 unsigned int e1000_rs_skb_network_offset(struct sk_buff *skb);
 unsigned int e1000_rs_skb_transport_offset(struct sk_buff *skb);

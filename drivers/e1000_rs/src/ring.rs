@@ -6,12 +6,17 @@
 //! copied into or out of ([`CopyBuffers`]). By default both map, which costs fewest instructions
 //! (see the README).
 
-use core::cell::UnsafeCell;
+use core::{
+    cell::UnsafeCell,
+    // Not `kernel::sync::atomic`, whose every access is a call to a C helper (a kernel built with
+    // GCC cannot inline them into Rust): four such calls on every frame sent. Both ends of a ring
+    // are Rust, so the Rust memory model's acquire and release order them, plain moves on x86.
+    sync::atomic::{AtomicUsize, Ordering::Acquire, Ordering::Relaxed, Ordering::Release},
+};
 
 use kernel::{
     device::{Bound, Device},
     prelude::*,
-    sync::atomic::{Acquire, Atomic, Relaxed, Release},
     transmute::{AsBytes, FromBytes},
 };
 
@@ -72,6 +77,7 @@ unsafe impl AsBytes for TxDesc {}
 // SAFETY: Any bytes are valid integers.
 unsafe impl FromBytes for TxDesc {}
 
+#[inline]
 fn next(i: usize) -> usize {
     (i + 1) % RING_SIZE
 }
@@ -251,8 +257,8 @@ pub(crate) struct TxRing<'a> {
     // Before `packets`, so that tearing down unmaps every piece before freeing the skbs.
     mappings: KVec<UnsafeCell<Option<Mapping<'a>>>>,
     packets: KVec<UnsafeCell<Option<TxPacket>>>,
-    next_to_use: Atomic<usize>,
-    next_to_clean: Atomic<usize>,
+    next_to_use: AtomicUsize,
+    next_to_clean: AtomicUsize,
     producer: UnsafeCell<ProducerState<'a>>,
 }
 
@@ -286,6 +292,7 @@ enum Offload {
 
 /// Free descriptors between the producer at `next_to_use` and the consumer at `next_to_clean`; one
 /// stays unused so that a full ring differs from an empty one.
+#[inline]
 fn free_between(next_to_use: usize, next_to_clean: usize) -> usize {
     let used = (next_to_use + RING_SIZE - next_to_clean) % RING_SIZE;
     RING_SIZE - 1 - used
@@ -305,8 +312,8 @@ impl<'a> TxRing<'a> {
             desc: Coherent::alloc(dev, RING_SIZE, Gfp::KERNEL)?,
             mappings,
             packets,
-            next_to_use: Atomic::new(0),
-            next_to_clean: Atomic::new(0),
+            next_to_use: AtomicUsize::new(0),
+            next_to_clean: AtomicUsize::new(0),
             producer: UnsafeCell::new(ProducerState {
                 context: None,
                 copy: if copy {
@@ -362,11 +369,13 @@ pub(crate) struct TxProducer<'r, 'a> {
 }
 
 impl<'a> TxProducer<'_, 'a> {
+    #[inline]
     fn free(&self) -> usize {
         free_between(self.next_to_use, self.ring.next_to_clean.load(Acquire))
     }
 
     /// What the hardware has to do for `skb`'s checksums; `Err` for a frame that must be dropped.
+    #[inline]
     fn offload(skb: &mut Skb) -> Result<Offload> {
         if let Some(tso) = skb.prepare_tso()? {
             return Ok(Offload::Tso(tso));
@@ -385,6 +394,7 @@ impl<'a> TxProducer<'_, 'a> {
     }
 
     /// Writes descriptor `i`, which the producer owns.
+    #[inline]
     fn write(&self, i: usize, desc: TxDesc) -> Result {
         // SAFETY: Only the producer accesses descriptors outside `[next_to_clean, next_to_use)`
         // (type invariant), and `push` writes only descriptors it found free.
@@ -392,6 +402,7 @@ impl<'a> TxProducer<'_, 'a> {
     }
 
     /// Sets the mapping of descriptor `i`, which the producer owns.
+    #[inline]
     fn set_mapping(&mut self, i: usize, mapping: Option<Mapping<'a>>) {
         // SAFETY: As in `write`.
         unsafe { *self.ring.mappings[i].get() = mapping };
@@ -410,13 +421,21 @@ impl<'a> TxProducer<'_, 'a> {
             Offload::Tso(_) => true,
             Offload::None => false,
         };
-        let pieces = Iterator::chain(
-            core::iter::once(skb.head_len()),
-            skb.frags().map(|(_, len)| len),
-        );
-        let data_descs: usize = pieces
-            .map(|len| (len as usize).div_ceil(MAX_DATA_PER_DESC))
-            .sum();
+        // The linear part is piece 0, page fragment `f` piece `f + 1`.
+        let head_len = skb.head_len();
+        let frags = skb.frag_count();
+        let piece = |p: u32| {
+            if p == 0 {
+                (skb.data(), head_len)
+            } else {
+                // SAFETY: `p - 1` is below the fragment count.
+                unsafe { skb.frag(p - 1) }
+            }
+        };
+        let mut data_descs = 0;
+        for p in 0..=frags {
+            data_descs += (piece(p).1 as usize).div_ceil(MAX_DATA_PER_DESC);
+        }
         if data_descs == 0 {
             return Ok(false);
         }
@@ -461,10 +480,13 @@ impl<'a> TxProducer<'_, 'a> {
             ),
         };
         let cmd = cmd | regs::TX_CMD_IFCS | regs::TX_CMD_IDE;
-        let pieces = Iterator::chain(core::iter::once((skb.data(), skb.head_len())), skb.frags());
         let mut descs_left = data_descs;
         let mut last = i;
-        for (ptr, len) in pieces.filter(|&(_, len)| len > 0) {
+        for p in 0..=frags {
+            let (ptr, len) = piece(p);
+            if len == 0 {
+                continue;
+            }
             let len = len as usize;
             let mapping = if self.state.copy.is_some() {
                 None
@@ -561,11 +583,13 @@ impl<'a> TxProducer<'_, 'a> {
     }
 
     /// The descriptor after the last queued frame: what TDT hands over.
+    #[inline]
     pub(crate) fn tail(&self) -> usize {
         self.next_to_use
     }
 
     /// Whether the queue must stop until descriptors come back: the next frame might not fit.
+    #[inline]
     pub(crate) fn nearly_full(&self) -> bool {
         self.free() < TX_STOP_THRESHOLD
     }
