@@ -483,13 +483,15 @@ impl E1000<'_> {
         };
         let len = skb.len();
         let result = tx.push(skb);
+        // Before `sent_queue`, which must see the queue stopped.
         if result.is_err() || tx.nearly_full() {
             self.stop_queue_unless_room(&tx);
         }
         // As in the C driver, TDT moves once per burst: every write makes the device walk the ring.
         // Frames the stack said more would follow go out when the burst ends or the queue stops
-        // (then nothing more comes until completions, which need the device to have them). The MMIO
-        // write orders after the descriptor writes (writel).
+        // (then nothing more comes until completions, which need the device to have them): for a
+        // queued frame, byte queue limits' `__netdev_tx_sent_queue` says which. The MMIO write
+        // orders after the descriptor writes (writel).
         let tell_device = match result {
             Ok(true) => self.netdev.sent_queue(len),
             Ok(false) => {

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The driver's own thin netdev layer: the kernel crate has no `net_device` abstraction, so this
-//! wraps `netdev_shim.c` (one-line wrappers of what Rust cannot call) in owned types, and receives
-//! the `net_device_ops` callbacks, which it hands to the adapter in `driver.rs`.
+//! wraps `netdev_shim.c` (one-line wrappers of what Rust cannot call, and the offsets of two fields
+//! bindgen leaves opaque) in owned types, and receives the `net_device_ops` callbacks, which it
+//! hands to the adapter in `driver.rs`.
 
 use core::{
     ptr::NonNull,
@@ -52,9 +53,11 @@ pub(crate) struct Stats {
 }
 
 extern "C" {
-    /// Where the private area starts in a `net_device`, and where the adapter pointer lies in
-    /// it, after the NAPI context that starts it: the hot paths read them without a call.
+    /// Where the private area (`netdev_priv`) starts in a `net_device`: the hot paths find it
+    /// without a call. A `const` in C, never written.
     static e1000_rs_priv_offset: usize;
+    /// Where the adapter pointer lies in the private area, after the NAPI context that starts it
+    /// (which `netdev_shim.c` asserts). A `const` in C, never written.
     static e1000_rs_adapter_offset: usize;
     fn e1000_rs_alloc_netdev(parent: *mut c_void) -> *mut NetDevice;
     fn e1000_rs_set_adapter(dev: *mut NetDevice, adapter: *mut c_void);
@@ -252,7 +255,8 @@ impl NetDev {
     /// The NAPI context, which starts the private area.
     #[inline]
     pub(crate) fn napi(&self) -> Napi {
-        // SAFETY: `raw` is valid, so is its private area; the offset is a constant.
+        // SAFETY: `raw` is valid; its private area lies inside its allocation at this offset,
+        // a constant, and starts with the NAPI context (asserted in `netdev_shim.c`).
         Napi(unsafe { self.raw().byte_add(e1000_rs_priv_offset).cast() })
     }
 
@@ -493,19 +497,17 @@ impl Skb {
         }
     }
 
-    /// Its `skb_shared_info`: fragments and segmentation offload.
+    /// Its `skb_shared_info`: fragments and segmentation offload. A raw pointer, read field by
+    /// field: a clone's shared info is the original's, whose `dataref` other CPUs change.
     #[inline]
-    fn shared_info(&self) -> &bindings::skb_shared_info {
+    fn shared_info(&self) -> *const bindings::skb_shared_info {
         let skb = self.0.as_ptr();
         // SAFETY: `self.0` is a valid skb that this value owns. On 64-bit kernels `end` is an
         // offset from `head` (the type below says so: a pointer would not compile), where the
-        // shared info starts (`skb_shinfo`).
+        // shared info starts (`skb_shinfo`), inside the same buffer.
         unsafe {
             let end: c_uint = (*skb).end;
-            &*(*skb)
-                .head
-                .add(end as usize)
-                .cast::<bindings::skb_shared_info>()
+            (*skb).head.add(end as usize).cast()
         }
     }
 
@@ -551,15 +553,16 @@ impl Skb {
     /// (`skb_headlen`).
     #[inline]
     pub(crate) fn head_len(&self) -> u32 {
+        let skb = self.0.as_ptr();
         // SAFETY: `self.0` is a valid skb.
-        let skb = unsafe { &*self.0.as_ptr() };
-        skb.len - skb.data_len
+        unsafe { (*skb).len - (*skb).data_len }
     }
 
     /// How many page fragments follow the linear part.
     #[inline]
     pub(crate) fn frag_count(&self) -> u32 {
-        u32::from(self.shared_info().nr_frags)
+        // SAFETY: The shared info of a valid skb; `nr_frags` changes only with its owner's writes.
+        u32::from(unsafe { (*self.shared_info()).nr_frags })
     }
 
     /// Page fragment `i`: its CPU address and length.
@@ -583,11 +586,13 @@ impl Skb {
     pub(crate) fn prepare_tso(&mut self) -> Result<Option<Tso>> {
         let raw = self.0.as_ptr();
         let shared = self.shared_info();
-        let mss = shared.gso_size;
+        // SAFETY: The shared info of a valid skb; the stack set its segmentation fields before
+        // handing the skb over and leaves them alone.
+        let (mss, gso_type) = unsafe { ((*shared).gso_size, (*shared).gso_type) };
         if mss == 0 {
             return Ok(None);
         }
-        if shared.gso_type & bindings::SKB_GSO_TCPV4 as c_uint == 0 {
+        if gso_type & bindings::SKB_GSO_TCPV4 as c_uint == 0 {
             return Err(EINVAL);
         }
         // The headers are about to be written: make sure this skb has its own copy.
@@ -769,7 +774,9 @@ impl Drop for RxBuffer {
 /// `dev` is a `net_device` of this driver whose adapter was set and is still alive.
 #[inline]
 unsafe fn adapter<'a>(dev: *mut NetDevice) -> &'a E1000<'a> {
-    // SAFETY: The NAPI context of a valid device (safety requirement) starts its private area.
+    // SAFETY: The private area of a valid device (safety requirement) lies inside its allocation
+    // at this offset, a constant, and starts with the device's NAPI context (asserted in
+    // `netdev_shim.c`, registered there with `netif_napi_add`).
     unsafe { napi_adapter(dev.byte_add(e1000_rs_priv_offset).cast()) }
 }
 
@@ -780,8 +787,9 @@ unsafe fn adapter<'a>(dev: *mut NetDevice) -> &'a E1000<'a> {
 /// As for [`adapter`], for the device `napi` belongs to.
 #[inline]
 unsafe fn napi_adapter<'a>(napi: *mut NapiStruct) -> &'a E1000<'a> {
-    // SAFETY: The NAPI context starts the private area, which holds the adapter pointer at the
-    // offset; the pointer was set to an adapter still alive (safety requirements).
+    // SAFETY: The NAPI context starts the private area (`struct e1000_rs_priv`), which holds the
+    // adapter pointer, aligned, at this constant offset; the pointer was set to an adapter still
+    // alive (safety requirements).
     unsafe {
         let pointer = napi
             .byte_add(e1000_rs_adapter_offset)

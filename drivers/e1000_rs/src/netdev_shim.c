@@ -2,8 +2,8 @@
 /*
  * One-line wrappers for what Rust cannot call: static inline functions, macros, the fields of
  * net_device and napi_struct (which bindgen leaves opaque), and the networking functions the
- * kernel's bindings do not declare. Also the net_device_ops table, whose callbacks are all in Rust.
- * No driver logic lives here.
+ * kernel's bindings do not declare. Also the net_device_ops table, whose callbacks are all in Rust,
+ * and two offsets into structures bindgen leaves opaque. No driver logic lives here.
  */
 #include <linux/etherdevice.h>
 #include <linux/netdevice.h>
@@ -219,13 +219,10 @@ void e1000_rs_free_skb(struct sk_buff *skb)
 	dev_kfree_skb_any(skb);
 }
 
-
 int e1000_rs_skb_checksum_help(struct sk_buff *skb)
 {
 	return skb_checksum_help(skb);
 }
-
-
 
 void *e1000_rs_skb_frag_address(struct sk_buff *skb, unsigned int i)
 {
@@ -236,8 +233,6 @@ unsigned int e1000_rs_skb_frag_size(struct sk_buff *skb, unsigned int i)
 {
 	return skb_frag_size(&skb_shinfo(skb)->frags[i]);
 }
-
-
 
 int e1000_rs_skb_cow_head(struct sk_buff *skb)
 {

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The netdev side of e1000_rs: one-line wrappers of the static inline functions and macros that
- * Rust cannot call, and the callbacks that Rust implements for the net_device_ops table.
+ * Rust cannot call, two offsets it reads opaque structures at, and the callbacks that Rust
+ * implements for the net_device_ops table.
  */
 #ifndef E1000_RS_NETDEV_SHIM_H
 #define E1000_RS_NETDEV_SHIM_H

@@ -11,6 +11,8 @@ use core::{
     // Not `kernel::sync::atomic`, whose every access is a call to a C helper (a kernel built with
     // GCC cannot inline them into Rust): four such calls on every frame sent. Both ends of a ring
     // are Rust, so the Rust memory model's acquire and release order them, plain moves on x86.
+    // Stopping and waking the queue, where these loads meet the stack's queue bits, is ordered by
+    // the kernel's full barrier (`smp_mb`) on both sides instead (see `driver.rs`).
     sync::atomic::{AtomicUsize, Ordering::Acquire, Ordering::Relaxed, Ordering::Release},
 };
 
