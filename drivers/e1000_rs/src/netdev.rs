@@ -94,7 +94,6 @@ extern "C" {
     fn e1000_rs_set_stats(stats: *mut LinkStats64, counters: *const Stats);
     fn e1000_rs_skb_checksum_help(skb: *mut bindings::sk_buff) -> c_int;
     fn e1000_rs_skb_frag_address(skb: *mut bindings::sk_buff, i: c_uint) -> *mut c_void;
-    fn e1000_rs_skb_frag_size(skb: *mut bindings::sk_buff, i: c_uint) -> c_uint;
     fn e1000_rs_skb_cow_head(skb: *mut bindings::sk_buff) -> c_int;
     fn e1000_rs_skb_network_offset(skb: *mut bindings::sk_buff) -> c_uint;
     fn e1000_rs_skb_transport_offset(skb: *mut bindings::sk_buff) -> c_uint;
@@ -565,19 +564,26 @@ impl Skb {
         u32::from(unsafe { (*self.shared_info()).nr_frags })
     }
 
-    /// Page fragment `i`: its CPU address and length.
+    /// The length of page fragment `i` (`skb_frag_size`).
     ///
     /// # Safety
     ///
     /// `i` is below [`Skb::frag_count`].
-    pub(crate) unsafe fn frag(&self, i: u32) -> (*mut u8, u32) {
+    #[inline]
+    pub(crate) unsafe fn frag_len(&self, i: u32) -> u32 {
+        // SAFETY: The shared info of a valid skb, with more than `i` fragments (safety
+        // requirement); the stack set them before handing the skb over and leaves them alone.
+        unsafe { (*self.shared_info()).frags[i as usize].len }
+    }
+
+    /// The CPU address of page fragment `i`.
+    ///
+    /// # Safety
+    ///
+    /// `i` is below [`Skb::frag_count`].
+    pub(crate) unsafe fn frag_address(&self, i: u32) -> *mut u8 {
         // SAFETY: `self.0` is a valid skb with more than `i` fragments (safety requirement).
-        unsafe {
-            (
-                e1000_rs_skb_frag_address(self.0.as_ptr(), i).cast(),
-                e1000_rs_skb_frag_size(self.0.as_ptr(), i),
-            )
-        }
+        unsafe { e1000_rs_skb_frag_address(self.0.as_ptr(), i).cast() }
     }
 
     /// For a TCP/IPv4 segmentation offload skb: readies its headers for the hardware, which

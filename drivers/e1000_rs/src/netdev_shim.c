@@ -229,11 +229,6 @@ void *e1000_rs_skb_frag_address(struct sk_buff *skb, unsigned int i)
 	return skb_frag_address(&skb_shinfo(skb)->frags[i]);
 }
 
-unsigned int e1000_rs_skb_frag_size(struct sk_buff *skb, unsigned int i)
-{
-	return skb_frag_size(&skb_shinfo(skb)->frags[i]);
-}
-
 int e1000_rs_skb_cow_head(struct sk_buff *skb)
 {
 	return skb_cow_head(skb, 0);

@@ -64,7 +64,6 @@ void e1000_rs_receive(struct napi_struct *napi, struct sk_buff *skb);
 void e1000_rs_free_skb(struct sk_buff *skb);
 int e1000_rs_skb_checksum_help(struct sk_buff *skb);
 void *e1000_rs_skb_frag_address(struct sk_buff *skb, unsigned int i);
-unsigned int e1000_rs_skb_frag_size(struct sk_buff *skb, unsigned int i);
 int e1000_rs_skb_cow_head(struct sk_buff *skb);
 unsigned int e1000_rs_skb_network_offset(struct sk_buff *skb);
 unsigned int e1000_rs_skb_transport_offset(struct sk_buff *skb);

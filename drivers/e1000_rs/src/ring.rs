@@ -426,17 +426,17 @@ impl<'a> TxProducer<'_, 'a> {
         // The linear part is piece 0, page fragment `f` piece `f + 1`.
         let head_len = skb.head_len();
         let frags = skb.frag_count();
-        let piece = |p: u32| {
+        let piece_len = |p: u32| {
             if p == 0 {
-                (skb.data(), head_len)
+                head_len
             } else {
                 // SAFETY: `p - 1` is below the fragment count.
-                unsafe { skb.frag(p - 1) }
+                unsafe { skb.frag_len(p - 1) }
             }
         };
         let mut data_descs = 0;
         for p in 0..=frags {
-            data_descs += (piece(p).1 as usize).div_ceil(MAX_DATA_PER_DESC);
+            data_descs += (piece_len(p) as usize).div_ceil(MAX_DATA_PER_DESC);
         }
         if data_descs == 0 {
             return Ok(false);
@@ -485,11 +485,16 @@ impl<'a> TxProducer<'_, 'a> {
         let mut descs_left = data_descs;
         let mut last = i;
         for p in 0..=frags {
-            let (ptr, len) = piece(p);
+            let len = piece_len(p) as usize;
             if len == 0 {
                 continue;
             }
-            let len = len as usize;
+            let ptr = if p == 0 {
+                skb.data()
+            } else {
+                // SAFETY: `p - 1` is below the fragment count.
+                unsafe { skb.frag_address(p - 1) }
+            };
             let mapping = if self.state.copy.is_some() {
                 None
             } else {
