@@ -52,6 +52,20 @@ check frames-from-rs rawframes $rs_if "$(cat /sys/class/net/$c_if/address)" 0x88
 check rs-received wait_for 10 received_at_least $rs_if $((rs_rx + 20))
 check c-received wait_for 10 received_at_least $c_if $((c_rx + 20))
 
+# A frame that a softirq sends asks for no completion interrupt: a poll frees it, and with nothing
+# received after it, the driver's reap timer (10 ms) schedules that poll. The transmit counters
+# count a frame once it is freed. A UDP datagram to a port without a listener draws an ICMP port
+# unreachable, which the stack sends from the receiving poll; the C NIC's side has no address, so
+# nothing answers it.
+check rs-address ip addr add 10.9.0.1/24 dev $rs_if
+check rs-neighbour arp -i $rs_if -s 10.9.0.2 "$(cat /sys/class/net/$c_if/address)"
+sent_at_least() { [ $(net_stat $rs_if tx_packets) -ge $1 ]; }
+rs_tx=$(net_stat $rs_if tx_packets) rs_rx=$(net_stat $rs_if rx_packets)
+check udp-to-closed-port rawframes $c_if "$(cat /sys/class/net/$rs_if/address)" udp 10.9.0.2 10.9.0.1 1
+check reply-freed-without-traffic wait_for 2 sent_at_least $((rs_tx + 1))
+check nothing-else-received test $(net_stat $rs_if rx_packets) -eq $((rs_rx + 1))
+ip addr flush dev $rs_if && ip neigh flush dev $rs_if
+
 # Memory for receive buffers running out: every page allocation that cannot sleep fails (the
 # driver's receive buffers in its NAPI poll; the sender's can sleep and go on; slab objects still
 # come from existing slabs, where DMA-API debugging finds its own). Each frame is then delivered or

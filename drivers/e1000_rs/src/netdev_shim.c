@@ -8,6 +8,7 @@
 #include <linux/etherdevice.h>
 #include <linux/netdevice.h>
 #include <linux/tcp.h>
+#include <linux/timer.h>
 
 #include "netdev_shim.h"
 
@@ -155,6 +156,11 @@ bool e1000_rs_xmit_more(void)
 	return netdev_xmit_more();
 }
 
+bool e1000_rs_in_serving_softirq(void)
+{
+	return in_serving_softirq();
+}
+
 bool e1000_rs_sent_queue(struct net_device *dev, unsigned int bytes)
 {
 	return __netdev_tx_sent_queue(netdev_get_tx_queue(dev, 0), bytes, netdev_xmit_more());
@@ -261,4 +267,14 @@ void e1000_rs_set_stats(struct rtnl_link_stats64 *stats, const struct e1000_rs_s
 	stats->rx_length_errors = counters->rx_length_errors;
 	stats->rx_crc_errors = counters->rx_crc_errors;
 	stats->rx_missed_errors = counters->rx_missed_errors;
+}
+
+void e1000_rs_timer_setup(struct timer_list *timer, void (*fired)(struct timer_list *))
+{
+	timer_setup(timer, fired, 0);
+}
+
+bool e1000_rs_timer_pending(const struct timer_list *timer)
+{
+	return timer_pending(timer);
 }

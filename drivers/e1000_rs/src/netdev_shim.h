@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The netdev side of e1000_rs: one-line wrappers of the static inline functions and macros that
- * Rust cannot call, two offsets it reads opaque structures at, and the callbacks that Rust
- * implements for the net_device_ops table.
+ * Rust cannot call (the timer's two among them), two offsets it reads opaque structures at, and
+ * the callbacks that Rust implements for the net_device_ops table.
  */
 #ifndef E1000_RS_NETDEV_SHIM_H
 #define E1000_RS_NETDEV_SHIM_H
@@ -50,6 +50,7 @@ void e1000_rs_wake_queue(struct net_device *dev);
 bool e1000_rs_queue_stopped(struct net_device *dev);
 bool e1000_rs_xmit_stopped(struct net_device *dev);
 bool e1000_rs_xmit_more(void);
+bool e1000_rs_in_serving_softirq(void);
 bool e1000_rs_sent_queue(struct net_device *dev, unsigned int bytes);
 void e1000_rs_completed_queue(struct net_device *dev, unsigned int packets, unsigned int bytes);
 void e1000_rs_reset_queue(struct net_device *dev);
@@ -69,5 +70,9 @@ unsigned int e1000_rs_skb_network_offset(struct sk_buff *skb);
 unsigned int e1000_rs_skb_transport_offset(struct sk_buff *skb);
 unsigned int e1000_rs_tcp_hdrlen(struct sk_buff *skb);
 void e1000_rs_set_stats(struct rtnl_link_stats64 *stats, const struct e1000_rs_stats *counters);
+
+/* The timer of src/timer.rs. */
+void e1000_rs_timer_setup(struct timer_list *timer, void (*fired)(struct timer_list *));
+bool e1000_rs_timer_pending(const struct timer_list *timer);
 
 #endif /* E1000_RS_NETDEV_SHIM_H */

@@ -81,9 +81,9 @@ pub(crate) const INT_RXSEQ: u32 = 1 << 3;
 pub(crate) const INT_RXDMT0: u32 = 1 << 4;
 pub(crate) const INT_RXO: u32 = 1 << 6;
 pub(crate) const INT_RXT0: u32 = 1 << 7;
-/// The causes this driver enables.
-pub(crate) const INT_ENABLED: u32 =
-    INT_TXDW | INT_LSC | INT_RXSEQ | INT_RXDMT0 | INT_RXO | INT_RXT0;
+/// The causes this driver enables whenever it enables interrupts; transmit completions (TXDW) only
+/// when a frame needs one.
+pub(crate) const INT_ENABLED: u32 = INT_LSC | INT_RXSEQ | INT_RXDMT0 | INT_RXO | INT_RXT0;
 
 /// RCTL: Receiver Enable, Broadcast Accept Mode, Strip Ethernet CRC; buffer size 2048 is BSIZE = 0.
 pub(crate) const RCTL_EN: u32 = 1 << 1;

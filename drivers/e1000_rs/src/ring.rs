@@ -663,6 +663,11 @@ impl TxConsumer<'_, '_> {
     pub(crate) fn has_room(&self) -> bool {
         free_between(self.ring.next_to_use.load(Acquire), self.next_to_clean) >= TX_WAKE_THRESHOLD
     }
+
+    /// Whether the ring holds no frame, sent or not, that is left to free.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.ring.next_to_use.load(Relaxed) == self.next_to_clean
+    }
 }
 
 /// The TCP/IP context descriptor of a segmentation offload frame.

@@ -2,14 +2,15 @@
 /*
  * rawframes: sends COUNT raw Ethernet frames of SIZE bytes (header included) with ETHERTYPE from
  * IFACE to DSTMAC through an AF_PACKET socket, for tests that feed a driver malformed frames. The
- * second form sends well-formed IPv4/UDP datagrams (to port 9) whose UDP checksum is wrong. The
+ * second form sends well-formed IPv4/UDP datagrams (to port 9) whose UDP checksum is wrong, or
+ * right (`udp`: a host without a listener on port 9 answers with ICMP port unreachable). The
  * third adds MAC, and the COUNT - 1 addresses after it (1 by default), to IFACE's secondary unicast
  * addresses (PACKET_MR_UNICAST memberships, as a macvlan or a bridge port adds one) until SECONDS
  * pass or a SIGTERM comes, printing "member" once the receive filter has them and "left" once it
  * has not.
  *
  *   rawframes IFACE DSTMAC ETHERTYPE SIZE COUNT      e.g. rawframes eth0 52:54:00:12:34:00 0x88b5 60 10
- *   rawframes IFACE DSTMAC udp-bad-checksum SRC_IP DST_IP COUNT
+ *   rawframes IFACE DSTMAC udp-bad-checksum|udp SRC_IP DST_IP COUNT
  *   rawframes IFACE MAC unicast-member SECONDS [COUNT]
  */
 #include <arpa/inet.h>
@@ -45,9 +46,11 @@ static unsigned short fold(unsigned long sum)
 
 /*
  * Lays out an IPv4/UDP datagram from SRC to DST after the Ethernet header at FRAME: a correct IP
- * header, 64 bytes of payload and a UDP checksum that is off by one. Returns the frame size.
+ * header, 64 bytes of payload and a UDP checksum, off by one if BAD_CHECKSUM. Returns the frame
+ * size.
  */
-static long bad_udp_frame(unsigned char *frame, struct in_addr src, struct in_addr dst)
+static long udp_frame(unsigned char *frame, struct in_addr src, struct in_addr dst,
+		      int bad_checksum)
 {
 	unsigned char *ip = frame + 14, *udp = ip + 20;
 	const unsigned int udp_len = 8 + 64;
@@ -74,7 +77,7 @@ static long bad_udp_frame(unsigned char *frame, struct in_addr src, struct in_ad
 	memset(udp + 8, 0xa5, 64);
 	/* Pseudo-header (addresses, protocol, length), then the datagram. */
 	sum = sum16(ip + 12, 8, 17 + udp_len);
-	check = fold(sum16(udp, udp_len, sum)) ^ 1;
+	check = fold(sum16(udp, udp_len, sum)) ^ (bad_checksum ? 1 : 0);
 	udp[6] = check >> 8;
 	udp[7] = check & 0xff;
 	return 14 + 20 + udp_len;
@@ -179,11 +182,11 @@ int main(int argc, char **argv)
 	struct ifreq ifr = { 0 };
 	struct in_addr src_ip, dst_ip;
 	long size, count, ethertype, i;
-	int fd, bad_udp;
+	int fd, udp, bad_udp;
 
 	if (argc < 5 || argc > 7) {
 		fprintf(stderr, "usage: rawframes IFACE DSTMAC ETHERTYPE SIZE COUNT\n"
-			"       rawframes IFACE DSTMAC udp-bad-checksum SRC_IP DST_IP COUNT\n"
+			"       rawframes IFACE DSTMAC udp-bad-checksum|udp SRC_IP DST_IP COUNT\n"
 			"       rawframes IFACE MAC unicast-member SECONDS [COUNT]\n");
 		return 2;
 	}
@@ -201,15 +204,16 @@ int main(int argc, char **argv)
 				      argc == 6 ? strtol(argv[5], NULL, 0) : 1);
 	}
 	if (argc == 5) {
-		fprintf(stderr, "rawframes: ETHERTYPE SIZE COUNT, or udp-bad-checksum SRC_IP DST_IP COUNT\n");
+		fprintf(stderr, "rawframes: ETHERTYPE SIZE COUNT, or udp-bad-checksum|udp SRC_IP DST_IP COUNT\n");
 		return 2;
 	}
 	bad_udp = strcmp(argv[3], "udp-bad-checksum") == 0;
-	if (bad_udp != (argc == 7)) {
-		fprintf(stderr, "rawframes: udp-bad-checksum takes SRC_IP DST_IP COUNT\n");
+	udp = bad_udp || strcmp(argv[3], "udp") == 0;
+	if (udp != (argc == 7)) {
+		fprintf(stderr, "rawframes: udp-bad-checksum and udp take SRC_IP DST_IP COUNT\n");
 		return 2;
 	}
-	if (bad_udp) {
+	if (udp) {
 		if (inet_pton(AF_INET, argv[4], &src_ip) != 1 ||
 		    inet_pton(AF_INET, argv[5], &dst_ip) != 1) {
 			fprintf(stderr, "rawframes: bad IPv4 address\n");
@@ -249,8 +253,8 @@ int main(int argc, char **argv)
 	memcpy(frame + 6, ifr.ifr_hwaddr.sa_data, 6);
 	frame[12] = ethertype >> 8;
 	frame[13] = ethertype & 0xff;
-	if (bad_udp)
-		size = bad_udp_frame(frame, src_ip, dst_ip);
+	if (udp)
+		size = udp_frame(frame, src_ip, dst_ip, bad_udp);
 	for (i = 0; i < count; i++) {
 		if (sendto(fd, frame, size, 0, (struct sockaddr *)&to, sizeof(to)) != size) {
 			perror("rawframes: sendto");
