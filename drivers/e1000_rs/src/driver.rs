@@ -14,10 +14,11 @@ mod regs;
 mod ring;
 mod timer;
 
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use kernel::{
     bindings,
+    cpu::CpuId,
     device::{Bound, Core},
     io::Io,
     new_spinlock, pci,
@@ -60,8 +61,8 @@ type Bar0<'bound> = pci::Bar<'bound, { regs::BAR0_SIZE }>;
 const ITR_20K: u32 = 195;
 /// Transmit interrupt delay, in 1.024 us units (the C driver's default).
 const TIDV_DEFAULT: u32 = 8;
-/// The longest a sent frame waits in the transmit ring for a poll to free it when it asked for no
-/// completion interrupt and no other interrupt comes.
+/// How long a frame the poll sent waits in the transmit ring, if no interrupt comes, before the
+/// reap timer schedules a poll to free it: rounded up to jiffies (8-12 ms at HZ=250).
 const REAP_DELAY_MS: u32 = 10;
 
 kernel::pci_device_table!(
@@ -120,7 +121,9 @@ struct HwErrors {
 ///
 /// - `irq` is requested with a pointer to this pinned object as its cookie until `PinnedDrop`.
 /// - `netdev`'s adapter pointer is this object.
-/// - `reap_timer` fires into `reap_timer_fired`, which finds this object around it.
+/// - `reap_timer` fires into `reap_timer_fired`, which finds this object around it. Only `xmit`
+///   arms it, so only while the interface is open; `stop` disarms it, and `PinnedDrop` shuts it
+///   down.
 #[pin_data(PinnedDrop)]
 pub(crate) struct E1000<'bound> {
     pdev: &'bound pci::Device<Bound>,
@@ -129,6 +132,8 @@ pub(crate) struct E1000<'bound> {
     /// the transmit ring for good (see `request_completion`).
     #[pin]
     reap_timer: Timer,
+    /// The CPU the NAPI poll runs on, plus one; 0 while it does not run.
+    polling_cpu: AtomicU32,
     netdev: NetDev,
     /// Installed by `open` before the queue starts and NAPI is enabled, removed by `stop` after
     /// both are disabled: `xmit` and `poll`, which use them, never run meanwhile.
@@ -164,7 +169,10 @@ impl pci::Driver for E1000Driver {
                 reset(&bar);
                 bar
             },
-            reap_timer <- Timer::new(reap_timer_fired),
+            // SAFETY: `reap_timer_fired` takes the `timer_list` of an `E1000`'s `reap_timer`,
+            // which this is; `PinnedDrop` shuts it down before this pinned object goes.
+            reap_timer <- unsafe { Timer::new(reap_timer_fired) },
+            polling_cpu: AtomicU32::new(0),
             netdev: {
                 let netdev = NetDev::alloc(bound.as_ref())?;
                 let mac = read_mac_address(bar)?;
@@ -216,6 +224,8 @@ impl PinnedDrop for E1000<'_> {
         let this = self.into_ref().get_ref();
         // Closes the interface first, which stops the rings and frees them.
         this.netdev.unregister();
+        // Disarmed by `stop` already; nothing fires into what goes below.
+        this.reap_timer.shut_down();
         // SAFETY: Requested in probe with this cookie (type invariant); freed once, here.
         unsafe { bindings::free_irq(this.irq, core::ptr::from_ref(this).cast_mut().cast()) };
         // No DMA once the driver is gone.
@@ -363,11 +373,11 @@ unsafe extern "C" fn e1000_irq(
 ///
 /// # Safety
 ///
-/// `timer` is the `timer_list` of an `E1000`'s `reap_timer` (type invariant), which the `E1000`
-/// shuts down before it goes.
+/// `timer` is the `timer_list` of an `E1000`'s `reap_timer`.
 unsafe extern "C" fn reap_timer_fired(timer: *mut bindings::timer_list) {
-    // SAFETY: By the function's safety requirement, `timer` lies in the `reap_timer` field of a
-    // live `E1000`; lifetimes do not change the layout.
+    // SAFETY: By the function's safety requirement, `timer` lies in the `reap_timer` field of an
+    // `E1000` (lifetimes do not change the layout), which is live: the timer is armed only while
+    // the interface is open, and `stop` and `PinnedDrop` wait for this callback (type invariant).
     let e1000 = unsafe {
         &*kernel::container_of!(
             Timer::from_raw(timer).cast_mut(),
@@ -544,22 +554,27 @@ impl E1000<'_> {
 
     /// Decides, for frames just handed to the device, how the driver learns that they are sent.
     ///
-    /// A frame a softirq sends (an acknowledgement or a reply sent while receiving, data that an
-    /// acknowledgement released, a TCP timer's retransmission) asks for no interrupt of its own:
-    /// the poll that is running, or the next one, frees it, and the reap timer schedules a poll
-    /// should no interrupt come. A frame sent from a process (a ping, a write), and any frame
-    /// while the queue is stopped, enables the completion interrupt (TXDW) until the next
-    /// interrupt masks all: its skb and socket memory come back at once, and a stopped queue
-    /// wakes. Enabling it while a poll runs only brings an interrupt that has the poll run again.
+    /// Frames this device's own poll sent, while it delivered what it received (acknowledgements,
+    /// replies, data an acknowledgement released), ask for no interrupt of their own: receive
+    /// traffic is flowing, the next poll frees them, and should no interrupt come the reap timer
+    /// schedules that poll. Every other frame (from a process, another device's poll, a timer),
+    /// and any frame while the queue is stopped, enables the completion interrupt (TXDW) until the
+    /// next interrupt masks all, so that its skb and socket memory come back at once and a
+    /// stopped queue wakes. Enabling it while a poll runs only brings an interrupt that has the
+    /// poll run again.
     ///
     /// QEMU sends the frames before the TDT write returns, and with TXDW always enabled the
-    /// acknowledgements a poll sent raised an interrupt of their own once the poll re-enabled
-    /// interrupts: a fifth to a half more interrupts per transfer (see the README).
+    /// frames a poll sent raised an interrupt of their own once the poll re-enabled interrupts
+    /// (see the README).
     fn request_completion(&self) {
-        if !self.netdev.xmit_in_softirq() || self.netdev.xmit_stopped() {
-            self.bar.write32(regs::INT_TXDW, regs::IMS);
-        } else {
+        // BH is disabled: this stays on the CPU. Only the poll on this CPU stores its number.
+        let polling_here =
+            self.polling_cpu.load(Ordering::Relaxed) == CpuId::current().as_u32() + 1;
+        if polling_here && !self.netdev.xmit_stopped() {
+            // The poll is still running: a timer that fires meanwhile has it poll again.
             self.reap_timer.arm_unless_pending(REAP_DELAY_MS);
+        } else {
+            self.bar.write32(regs::INT_TXDW, regs::IMS);
         }
     }
 
@@ -574,27 +589,24 @@ impl E1000<'_> {
         }
     }
 
-    /// The NAPI poll: transmit completions, then up to `budget` received frames.
+    /// The NAPI poll: up to `budget` received frames, then transmit completions.
     pub(crate) fn poll(&self, napi: Napi, budget: i32) -> i32 {
+        self.polling_cpu
+            .store(CpuId::current().as_u32() + 1, Ordering::Relaxed);
+        let work = self.poll_rings(napi, budget);
+        self.polling_cpu.store(0, Ordering::Relaxed);
+        work
+    }
+
+    fn poll_rings(&self, napi: Napi, budget: i32) -> i32 {
         // SAFETY: NAPI polls on one CPU at a time.
         let Some((mut tx, rx)) = (unsafe { self.rings.poll() }) else {
             // Not reached: NAPI is enabled only while the rings are installed.
             napi.complete_done(0);
             return 0;
         };
-        let done = tx.clean(budget);
-        if done.frames > 0 {
-            self.netdev.completed_queue(done.frames, done.queued_bytes);
-            self.counters.tx_packets.add(done.wire.packets);
-            self.counters.tx_bytes.add(done.wire.bytes);
-            // Pairs with the barrier in `stop_queue_unless_room`.
-            smp_mb(Full);
-            if self.netdev.queue_stopped() && tx.has_room() {
-                self.netdev.wake_queue();
-            }
-        }
         // SAFETY: This is the NAPI poll.
-        let (done, tail) = unsafe {
+        let (received, tail) = unsafe {
             rx.clean(&self.netdev, napi, budget.max(0) as usize, |skb| {
                 napi.receive(skb)
             })
@@ -603,23 +615,37 @@ impl E1000<'_> {
             self.bar.write32(tail as u32, regs::RDT);
         }
         let c = &self.counters;
-        c.rx_packets.add(done.frames.packets);
-        c.rx_bytes.add(done.frames.bytes);
-        c.rx_errors.add(done.errors + done.length_errors);
-        c.rx_length_errors.add(done.length_errors);
-        c.rx_dropped.add(done.dropped);
-        let work = (done.frames.packets + done.errors + done.length_errors + done.dropped) as i32;
-        // Frames left after the clean, not sent yet: their completion must not go unnoticed.
-        let unsent = !tx.is_empty();
-        if work < budget && napi.complete_done(work) && self.running.load(Ordering::Acquire) {
-            let mut causes = regs::INT_ENABLED;
-            if unsent {
-                if self.netdev.xmit_stopped() {
-                    causes |= regs::INT_TXDW;
-                } else {
-                    self.reap_timer.arm_unless_pending(REAP_DELAY_MS);
-                }
+        c.rx_packets.add(received.frames.packets);
+        c.rx_bytes.add(received.frames.bytes);
+        c.rx_errors.add(received.errors + received.length_errors);
+        c.rx_length_errors.add(received.length_errors);
+        c.rx_dropped.add(received.dropped);
+        // After receiving, so that what delivering the frames sent (acknowledgements the stack
+        // hands over in batches) is freed too.
+        let sent = tx.clean(budget);
+        if sent.frames > 0 {
+            self.netdev.completed_queue(sent.frames, sent.queued_bytes);
+            c.tx_packets.add(sent.wire.packets);
+            c.tx_bytes.add(sent.wire.bytes);
+            // Pairs with the barrier in `stop_queue_unless_room`.
+            smp_mb(Full);
+            if self.netdev.queue_stopped() && tx.has_room() {
+                self.netdev.wake_queue();
             }
+        }
+        let work =
+            (received.frames.packets + received.errors + received.length_errors + received.dropped)
+                as i32;
+        // Frames the clean left, which the device had not sent yet (on QEMU, which sends them
+        // before TDT's write returns, only those a transmit on another CPU queued meanwhile): one
+        // may be a frame whose enabled TXDW the interrupt handler masked.
+        let unfreed = !tx.is_empty();
+        if work < budget && napi.complete_done(work) && self.running.load(Ordering::Acquire) {
+            let causes = if unfreed {
+                regs::INT_ENABLED | regs::INT_TXDW
+            } else {
+                regs::INT_ENABLED
+            };
             self.bar.write32(causes, regs::IMS);
         }
         work.min(budget)

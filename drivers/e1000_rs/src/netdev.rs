@@ -79,7 +79,6 @@ extern "C" {
     fn e1000_rs_queue_stopped(dev: *mut NetDevice) -> bool;
     fn e1000_rs_xmit_stopped(dev: *mut NetDevice) -> bool;
     fn e1000_rs_xmit_more() -> bool;
-    fn e1000_rs_in_serving_softirq() -> bool;
     fn e1000_rs_sent_queue(dev: *mut NetDevice, bytes: c_uint) -> bool;
     fn e1000_rs_completed_queue(dev: *mut NetDevice, packets: c_uint, bytes: c_uint);
     fn e1000_rs_reset_queue(dev: *mut NetDevice);
@@ -325,13 +324,6 @@ impl NetDev {
     pub(crate) fn xmit_stopped(&self) -> bool {
         // SAFETY: `raw` is valid.
         unsafe { e1000_rs_xmit_stopped(self.raw()) }
-    }
-
-    /// In `ndo_start_xmit`: whether a softirq sends the frame (a NAPI poll's receive processing, a
-    /// TCP timer), rather than a process (a system call) with bottom halves disabled.
-    pub(crate) fn xmit_in_softirq(&self) -> bool {
-        // SAFETY: No preconditions: it reads the calling CPU's preemption count.
-        unsafe { e1000_rs_in_serving_softirq() }
     }
 
     /// In `ndo_start_xmit`: whether the stack has more frames for the queue right after this one.

@@ -156,11 +156,6 @@ bool e1000_rs_xmit_more(void)
 	return netdev_xmit_more();
 }
 
-bool e1000_rs_in_serving_softirq(void)
-{
-	return in_serving_softirq();
-}
-
 bool e1000_rs_sent_queue(struct net_device *dev, unsigned int bytes)
 {
 	return __netdev_tx_sent_queue(netdev_get_tx_queue(dev, 0), bytes, netdev_xmit_more());
@@ -277,4 +272,9 @@ void e1000_rs_timer_setup(struct timer_list *timer, void (*fired)(struct timer_l
 bool e1000_rs_timer_pending(const struct timer_list *timer)
 {
 	return timer_pending(timer);
+}
+
+void e1000_rs_timer_arm(struct timer_list *timer, unsigned int ms)
+{
+	mod_timer(timer, jiffies + msecs_to_jiffies(ms));
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The netdev side of e1000_rs: one-line wrappers of the static inline functions and macros that
- * Rust cannot call (the timer's two among them), two offsets it reads opaque structures at, and
+ * Rust cannot call (the timer's among them), two offsets it reads opaque structures at, and
  * the callbacks that Rust implements for the net_device_ops table.
  */
 #ifndef E1000_RS_NETDEV_SHIM_H
@@ -50,7 +50,6 @@ void e1000_rs_wake_queue(struct net_device *dev);
 bool e1000_rs_queue_stopped(struct net_device *dev);
 bool e1000_rs_xmit_stopped(struct net_device *dev);
 bool e1000_rs_xmit_more(void);
-bool e1000_rs_in_serving_softirq(void);
 bool e1000_rs_sent_queue(struct net_device *dev, unsigned int bytes);
 void e1000_rs_completed_queue(struct net_device *dev, unsigned int packets, unsigned int bytes);
 void e1000_rs_reset_queue(struct net_device *dev);
@@ -74,5 +73,6 @@ void e1000_rs_set_stats(struct rtnl_link_stats64 *stats, const struct e1000_rs_s
 /* The timer of src/timer.rs. */
 void e1000_rs_timer_setup(struct timer_list *timer, void (*fired)(struct timer_list *));
 bool e1000_rs_timer_pending(const struct timer_list *timer);
+void e1000_rs_timer_arm(struct timer_list *timer, unsigned int ms);
 
 #endif /* E1000_RS_NETDEV_SHIM_H */

@@ -664,7 +664,8 @@ impl TxConsumer<'_, '_> {
         free_between(self.ring.next_to_use.load(Acquire), self.next_to_clean) >= TX_WAKE_THRESHOLD
     }
 
-    /// Whether the ring holds no frame, sent or not, that is left to free.
+    /// Whether the ring holds no frame, sent or not, that is left to free. A frame queued
+    /// meanwhile may be missed: its transmit path chose how its completion is noticed.
     pub(crate) fn is_empty(&self) -> bool {
         self.ring.next_to_use.load(Relaxed) == self.next_to_clean
     }

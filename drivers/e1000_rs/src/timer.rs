@@ -5,9 +5,9 @@
 //! The adapter arms it on its transmit path, where arming a timer that is already armed must cost
 //! no more than a check. `kernel::time::hrtimer` offers no such check, and its handles cancel the
 //! timer when dropped, so this wraps a `timer_list`; `netdev_shim.c` holds the one-line wrappers
-//! of its macro and static inline.
+//! of its macro and static inlines.
 
-use kernel::{bindings, prelude::*, time::msecs_to_jiffies, types::Opaque};
+use kernel::{bindings, ffi::c_uint, prelude::*, types::Opaque};
 
 extern "C" {
     fn e1000_rs_timer_setup(
@@ -15,13 +15,14 @@ extern "C" {
         fired: unsafe extern "C" fn(*mut bindings::timer_list),
     );
     fn e1000_rs_timer_pending(timer: *const bindings::timer_list) -> bool;
+    fn e1000_rs_timer_arm(timer: *mut bindings::timer_list, ms: c_uint);
 }
 
 /// A `timer_list` that calls a callback in softirq context when it fires.
 ///
 /// # Invariants
 ///
-/// `timer` is set up by `timer_setup`, and shut down before its memory goes (`PinnedDrop`).
+/// `timer` is a valid timer (`timer_setup`), shut down before its memory goes (`PinnedDrop`).
 #[repr(transparent)]
 #[pin_data(PinnedDrop)]
 pub(crate) struct Timer {
@@ -29,7 +30,8 @@ pub(crate) struct Timer {
     timer: Opaque<bindings::timer_list>,
 }
 
-// SAFETY: A `timer_list` may be armed, disarmed and freed from any thread.
+// SAFETY: A `timer_list` may be armed, disarmed and freed from any thread (but not disarmed and
+// waited for from its own callback, which `disarm_sync` and `shut_down` say).
 unsafe impl Send for Timer {}
 
 // SAFETY: The timer core serialises the operations on a `timer_list` with its own lock.
@@ -38,25 +40,27 @@ unsafe impl Sync for Timer {}
 impl Timer {
     /// A timer that calls `fired` with a pointer to its `timer_list`, which [`Timer::from_raw`]
     /// turns back into the `Timer`.
-    pub(crate) fn new(
+    ///
+    /// # Safety
+    ///
+    /// `fired` may be called, in softirq context, with this timer's `timer_list` whenever the
+    /// timer fires, until it is shut down.
+    pub(crate) unsafe fn new(
         fired: unsafe extern "C" fn(*mut bindings::timer_list),
     ) -> impl PinInit<Self> {
         pin_init!(Self {
-            // INVARIANT: `timer_setup` initialises the whole `timer_list`.
+            // INVARIANT: `timer_setup` makes it a valid, idle timer.
             timer <- Opaque::ffi_init(move |timer: *mut bindings::timer_list| {
-                // SAFETY: `timer` is valid for writes and pinned.
+                // SAFETY: `timer` is valid for writes and pinned; `fired` may be called with it
+                // (the function's safety requirement).
                 unsafe { e1000_rs_timer_setup(timer, fired) }
             }),
         })
     }
 
-    /// The `Timer` whose `timer_list` a callback was given.
-    ///
-    /// # Safety
-    ///
-    /// `timer` is the `timer_list` of a `Timer`.
-    pub(crate) unsafe fn from_raw(timer: *mut bindings::timer_list) -> *const Self {
-        // `Timer` and `Opaque` are both `repr(transparent)`.
+    /// The `Timer` around `timer`, for a callback given the `timer_list` of a `Timer`: both types
+    /// are `repr(transparent)`.
+    pub(crate) fn from_raw(timer: *mut bindings::timer_list) -> *const Self {
         Opaque::cast_from(timer).cast()
     }
 
@@ -65,30 +69,34 @@ impl Timer {
     #[inline]
     pub(crate) fn arm_unless_pending(&self, delay_ms: u32) {
         let timer = self.timer.get();
-        // SAFETY: `timer` is set up (type invariant).
+        // SAFETY: `timer` is valid (type invariant).
         if unsafe { e1000_rs_timer_pending(timer) } {
             return;
         }
-        // SAFETY: `jiffies` is a counter the timer interrupt writes; a volatile load reads it as
-        // `READ_ONCE` does.
-        let now = unsafe { core::ptr::read_volatile(&raw const bindings::jiffies) };
-        // SAFETY: `timer` is set up (type invariant). Two callers that both found it idle arm it
+        // SAFETY: `timer` is valid (type invariant). Two callers that both found it idle arm it
         // twice, which leaves it armed once.
-        unsafe { bindings::mod_timer(timer, now.wrapping_add(msecs_to_jiffies(delay_ms))) };
+        unsafe { e1000_rs_timer_arm(timer, delay_ms) };
     }
 
-    /// Disarms the timer and waits for its callback if it runs. It may be armed again afterwards.
+    /// Disarms the timer and waits for its callback if it runs; not from the callback. It may be
+    /// armed again afterwards.
     pub(crate) fn disarm_sync(&self) {
-        // SAFETY: `timer` is set up (type invariant).
+        // SAFETY: `timer` is valid (type invariant).
         unsafe { bindings::timer_delete_sync(self.timer.get()) };
+    }
+
+    /// Disarms the timer for good and waits for its callback if it runs; not from the callback.
+    pub(crate) fn shut_down(&self) {
+        // SAFETY: `timer` is valid (type invariant); a shut down timer stays valid, and arming it
+        // does nothing.
+        unsafe { bindings::timer_shutdown_sync(self.timer.get()) };
     }
 }
 
 #[pinned_drop]
 impl PinnedDrop for Timer {
     fn drop(self: Pin<&mut Self>) {
-        // SAFETY: `timer` is set up (type invariant); once shut down nothing can arm it again, and
-        // a running callback has returned.
-        unsafe { bindings::timer_shutdown_sync(self.timer.get()) };
+        // Nothing may fire into the memory once it goes.
+        self.shut_down();
     }
 }
