@@ -567,9 +567,10 @@ impl E1000<'_> {
     /// frames a poll sent raised an interrupt of their own once the poll re-enabled interrupts
     /// (see the README).
     fn request_completion(&self) {
-        // BH is disabled: this stays on the CPU. Only the poll on this CPU stores its number.
-        let polling_here =
-            self.polling_cpu.load(Ordering::Relaxed) == CpuId::current().as_u32() + 1;
+        // BH is disabled: this stays on the CPU. Only the poll on this CPU stores its number. The
+        // CPU is asked for (a call) only while some poll runs: not on a process's transmit path.
+        let polling = self.polling_cpu.load(Ordering::Relaxed);
+        let polling_here = polling != 0 && polling == CpuId::current().as_u32() + 1;
         if polling_here && !self.netdev.xmit_stopped() {
             // The poll is still running: a timer that fires meanwhile has it poll again.
             self.reap_timer.arm_unless_pending(REAP_DELAY_MS);
