@@ -26,6 +26,7 @@ fn scenario(name: &str, dut_script: &str, peer_script: &str) -> Scenario {
         .module("drivers/e1000_rs")
         .bios_irq_routing()
         .tool("netpipe")
+        .tool("pingpair")
         .tool("rawframes")
         .nic("e1000", link.end_a())
         .script(&format!("{COMMON}{dut_script}"))
@@ -51,6 +52,8 @@ up $DUT $DUT6
 check carrier-up wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
 check ping-peer wait_for 60 ping -c 1 -W 1 $PEER
 check ping-peer-20 ping -c 20 -i 0.05 -W 2 $PEER
+# The benchmark's alternating pings (here both to the peer): every reply back.
+check pingpair-peer sh -c 'pingpair $PEER $PEER 10 10 | grep -q " a_lost=0 b_lost=0$"'
 
 # 64 MiB each way over TCP, checksummed on both sides.
 dd if=/dev/urandom of=/tmp/out bs=1M count=64 2>/dev/null

@@ -5,7 +5,9 @@
 //! within a round: [`TURNS`] times each, in the order ABBA ..., a ping burst, a transfer to the
 //! peer and one back. The host's slow spells last seconds, so in turns they fall on both drivers
 //! alike instead of on whichever ran a whole 32 MiB during them. The figure reported is the
-//! median of the per-round ratios (`harness::stats`). Both VMs boot with kmemleak and DMA-API
+//! median of the per-round ratios (`harness::stats`). Each round also starts with pings that
+//! alternate between the two links (`pingpair`): both drivers' round trips at the same moments,
+//! in the steady state rather than right after a transfer. Both VMs boot with kmemleak and DMA-API
 //! debugging off (`Vm::without_debug_checks`), as a benchmark should.
 //!
 //! Each round measures e1000_rs three ways (its default, `rx_copy=1`, `tx_copy=1 rx_copy=1`),
@@ -145,6 +147,11 @@ while [ $round -lt {rounds} ]; do
         bind $slots $name "${{variant#*:}}" || {{
             diag "round$round.$name: the NICs did not come up"; all_up=false; break 2; }}
         if [ $slots = first ]; then link_rs=a link_c=b; else link_rs=b link_c=a; fi
+        # Both links at the same moments: requests alternate between the two peers.
+        if [ {count} = false ]; then
+            diag "round$round.$name.pair=$(pingpair 10.0.0.2 10.0.1.2 {pairs} 10)"
+            diag "round$round.$name.rs_link=$link_rs"
+        fi
         turn=0
         while [ $turn -lt {turns} ]; do
             # ABBA: who goes first alternates every turn, and every round.
@@ -162,6 +169,7 @@ check benchmark-done $all_up
 "#,
         chunk = MIB / turns,
         pings = PINGS / turns,
+        pairs = PINGS,
     )
 }
 
@@ -206,6 +214,27 @@ fn transferred(report: &str) -> Option<(f64, f64)> {
     Some((bytes?, seconds?))
 }
 
+/// The C driver's and e1000_rs's mean round trips (ms) in one round's alternating pings.
+fn paired_rtt(dut: &harness::VmOutcome, round: u32, name: &str) -> Option<(f64, f64)> {
+    let report = dut.ktap.diagnostic(&format!("round{round}.{name}.pair"))?;
+    let rs_link = dut
+        .ktap
+        .diagnostic(&format!("round{round}.{name}.rs_link"))?;
+    let field = |key: &str| {
+        report
+            .split_whitespace()
+            .find_map(|f| f.strip_prefix(key))?
+            .parse::<f64>()
+            .ok()
+    };
+    let (a, b) = (field("a_us=")? / 1e3, field("b_us=")? / 1e3);
+    let lost = field("a_lost=")? + field("b_lost=")?;
+    if lost > 0.0 {
+        eprintln!("round {round} {name}: {lost} alternating pings got no reply within 1 s");
+    }
+    Some(if rs_link == "a" { (b, a) } else { (a, b) })
+}
+
 /// MB/s over several transfers: all their bytes over all their time.
 fn mbps(transfers: &[(f64, f64)]) -> f64 {
     let (bytes, seconds) = transfers
@@ -246,6 +275,7 @@ fn main() {
         .module("drivers/e1000_rs")
         .kernel_module("drivers/net/ethernet/intel/e1000/e1000.ko")
         .tool("netpipe")
+        .tool("pingpair")
         .nic("e1000", links[0].end_a())
         .nic("e1000", links[1].end_a())
         .without_debug_checks()
@@ -301,8 +331,9 @@ fn main() {
             std::process::exit(1);
         }
     };
-    // Figures per Rust variant: TX, RX, RTT, each paired with the C driver's in the same turns.
-    let mut figures: Vec<[Paired; 3]> = variants.iter().map(|_| Default::default()).collect();
+    // Figures per Rust variant: TX, RX, RTT, each paired with the C driver's in the same turns,
+    // and without counting, the RTT of the alternating pings.
+    let mut figures: Vec<[Paired; 4]> = variants.iter().map(|_| Default::default()).collect();
     for round in 0..rounds {
         for (variant, (name, _, _)) in variants.iter().enumerate() {
             // One driver's figures over its turns of this round and variant.
@@ -352,6 +383,17 @@ fn main() {
                 figures[variant][k].c.push(c[k]);
                 figures[variant][k].rs.push(rs[k]);
             }
+            if !count {
+                let Some((c, rs)) = paired_rtt(dut, round, name) else {
+                    eprintln!(
+                        "round {round} {name}: missing alternating pings; see {}",
+                        dut.console_log.display()
+                    );
+                    std::process::exit(1);
+                };
+                figures[variant][3].c.push(c);
+                figures[variant][3].rs.push(rs);
+            }
         }
     }
     let labels = match counted {
@@ -366,12 +408,16 @@ fn main() {
             "ping RTT (ms, lower is better)".to_string(),
         ],
     };
+    let labels = labels
+        .iter()
+        .cloned()
+        .chain((!count).then(|| "ping RTT alternating (ms)".to_string()));
     for (variant, (_, _, title)) in variants.iter().enumerate() {
         println!();
         println!("{title}");
         println!("{}", Paired::header("C e1000", "e1000_rs"));
-        for (k, label) in labels.iter().enumerate() {
-            println!("{}", figures[variant][k].line(label));
+        for (k, label) in labels.clone().enumerate() {
+            println!("{}", figures[variant][k].line(&label));
         }
     }
 }
