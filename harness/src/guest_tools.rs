@@ -1,5 +1,5 @@
-//! Small static programs for the guest, built from `harness/guest/tools/<name>.c` with the host's
-//! gcc, and QEMU plugins from `harness/qemu-plugins/<name>.c`.
+//! Small static programs for the guest, built from `harness/guest/tools/<name>.c` (and the headers
+//! beside it) with the host's gcc, and QEMU plugins from `harness/qemu-plugins/<name>.c`.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -44,7 +44,12 @@ fn build(
     let out_dir = env.root.join(out_dir);
     let binary = out_dir.join(file);
     let modified = |p: &PathBuf| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    if modified(&binary).is_some() && modified(&binary) >= modified(&source) {
+    // The headers beside the sources are shared between them: a change to one rebuilds them all.
+    let headers = std::fs::read_dir(env.root.join(source_dir))?
+        .filter_map(|entry| Some(entry.ok()?.path()))
+        .filter(|path| path.extension().is_some_and(|ext| ext == "h"));
+    let newest_input = headers.chain([source.clone()]).map(|p| modified(&p)).max();
+    if modified(&binary).is_some() && modified(&binary) >= newest_input.flatten() {
         return Ok(binary);
     }
     std::fs::create_dir_all(&out_dir)?;

@@ -44,13 +44,13 @@ check open ip link set $rs_if up
 check c-open ip link set $c_if up
 check carrier wait_for 30 grep -qx 1 /sys/class/net/$rs_if/carrier
 check c-carrier wait_for 30 grep -qx 1 /sys/class/net/$c_if/carrier
-# received_at_least IFACE N: IFACE has received N frames.
-received_at_least() { [ $(net_stat $1 rx_packets) -ge $2 ]; }
+# stat_at_least IFACE NAME N: IFACE's counter NAME has reached N.
+stat_at_least() { [ $(net_stat $1 $2) -ge $3 ]; }
 rs_rx=$(net_stat $rs_if rx_packets) c_rx=$(net_stat $c_if rx_packets)
 check frames-to-rs rawframes $c_if "$(cat /sys/class/net/$rs_if/address)" 0x88b5 1514 20
 check frames-from-rs rawframes $rs_if "$(cat /sys/class/net/$c_if/address)" 0x88b5 1514 20
-check rs-received wait_for 10 received_at_least $rs_if $((rs_rx + 20))
-check c-received wait_for 10 received_at_least $c_if $((c_rx + 20))
+check rs-received wait_for 10 stat_at_least $rs_if rx_packets $((rs_rx + 20))
+check c-received wait_for 10 stat_at_least $c_if rx_packets $((c_rx + 20))
 
 # A frame the driver's own poll sends asks for no completion interrupt: the next poll frees it,
 # and with nothing received after it, the driver's reap timer (10 ms) schedules that poll. The
@@ -59,12 +59,11 @@ check c-received wait_for 10 received_at_least $c_if $((c_rx + 20))
 # C NIC's side has no address, so nothing answers it. (busybox's ip cannot add a neighbour.)
 check rs-address ip addr add 10.9.0.1/24 dev $rs_if
 check rs-neighbour arp -i $rs_if -s 10.9.0.2 "$(cat /sys/class/net/$c_if/address)"
-sent_at_least() { [ $(net_stat $rs_if tx_packets) -ge $1 ]; }
 rs_tx=$(net_stat $rs_if tx_packets) rs_rx=$(net_stat $rs_if rx_packets)
 sleep 0.1
 check nothing-left-to-free test $(net_stat $rs_if tx_packets) -eq $rs_tx
 check udp-to-closed-port rawframes $c_if "$(cat /sys/class/net/$rs_if/address)" udp 10.9.0.2 10.9.0.1 1
-check reply-freed-without-traffic wait_for 1 sent_at_least $((rs_tx + 1))
+check reply-freed-without-traffic wait_for 1 stat_at_least $rs_if tx_packets $((rs_tx + 1))
 check nothing-else-received test $(net_stat $rs_if rx_packets) -eq $((rs_rx + 1))
 ip addr flush dev $rs_if && ip neigh flush dev $rs_if
 

@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "inet_checksum.h"
+
 #define PAYLOAD 56 /* as ping sends: a 98-byte frame */
 #define REPLY_TIMEOUT_NS 1000000000LL
 
@@ -29,20 +31,6 @@ static long long now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static unsigned short checksum(const unsigned char *p, size_t len)
-{
-	unsigned long sum = 0;
-	size_t i;
-
-	for (i = 0; i + 1 < len; i += 2)
-		sum += (p[i] << 8) | p[i + 1];
-	if (len & 1)
-		sum += p[len - 1] << 8;
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return htons(~sum & 0xffff);
 }
 
 /*
@@ -61,7 +49,7 @@ static long long round_trip(int fd, const struct sockaddr_in *to, unsigned short
 	icmp->un.echo.id = htons(id);
 	icmp->un.echo.sequence = htons(seq);
 	memset(request + sizeof(*icmp), 0xa5, PAYLOAD);
-	icmp->checksum = checksum(request, sizeof(request));
+	icmp->checksum = htons(fold(sum16(request, sizeof(request), 0)));
 	sent = now_ns();
 	deadline = sent + REPLY_TIMEOUT_NS;
 	if (sendto(fd, request, sizeof(request), 0, (const struct sockaddr *)to, sizeof(*to)) < 0) {

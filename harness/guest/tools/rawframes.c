@@ -25,24 +25,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-/* Ones' complement sum of LEN bytes at P (RFC 1071), added to SUM, not yet folded. */
-static unsigned long sum16(const unsigned char *p, size_t len, unsigned long sum)
-{
-	size_t i;
-
-	for (i = 0; i + 1 < len; i += 2)
-		sum += (p[i] << 8) | p[i + 1];
-	if (len & 1)
-		sum += p[len - 1] << 8;
-	return sum;
-}
-
-static unsigned short fold(unsigned long sum)
-{
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return ~sum & 0xffff;
-}
+#include "inet_checksum.h"
 
 /*
  * Lays out an IPv4/UDP datagram from SRC to DST after the Ethernet header at FRAME: a correct IP

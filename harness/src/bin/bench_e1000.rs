@@ -408,16 +408,16 @@ fn main() {
             "ping RTT (ms, lower is better)".to_string(),
         ],
     };
-    let labels = labels
-        .iter()
-        .cloned()
-        .chain((!count).then(|| "ping RTT alternating (ms)".to_string()));
+    let mut labels = labels.to_vec();
+    if !count {
+        labels.push("ping RTT alternating (ms)".to_string());
+    }
     for (variant, (_, _, title)) in variants.iter().enumerate() {
         println!();
         println!("{title}");
         println!("{}", Paired::header("C e1000", "e1000_rs"));
-        for (k, label) in labels.clone().enumerate() {
-            println!("{}", figures[variant][k].line(&label));
+        for (k, label) in labels.iter().enumerate() {
+            println!("{}", figures[variant][k].line(label));
         }
     }
 }
