@@ -32,7 +32,7 @@ use kernel::{
 
 use dma_local::Mask;
 use netdev::{MacAddress, Napi, NetDev, RxMode, Skb, Stats};
-use ring::{Rings, RxRing, TxProducer, TxRing};
+use ring::{Rings, RxDone, RxRing, TxProducer, TxRing};
 use timer::Timer;
 
 kernel::module_pci_driver! {
@@ -134,6 +134,10 @@ pub(crate) struct E1000<'bound> {
     reap_timer: Timer,
     /// The CPU the NAPI poll runs on, plus one; 0 while it does not run.
     polling_cpu: AtomicU32,
+    /// The interrupt handler masked the device's interrupts and scheduled the poll, which
+    /// receives and enables them again. A poll scheduled otherwise (by a transmit or the reap
+    /// timer) only frees sent frames: interrupts stay enabled for what arrives.
+    interrupts_masked: AtomicBool,
     netdev: NetDev,
     /// Installed by `open` before the queue starts and NAPI is enabled, removed by `stop` after
     /// both are disabled: `xmit` and `poll`, which use them, never run meanwhile.
@@ -173,6 +177,7 @@ impl pci::Driver for E1000Driver {
             // which this is; `PinnedDrop` shuts it down before this pinned object goes.
             reap_timer <- unsafe { Timer::new(reap_timer_fired) },
             polling_cpu: AtomicU32::new(0),
+            interrupts_masked: AtomicBool::new(false),
             netdev: {
                 let netdev = NetDev::alloc(bound.as_ref())?;
                 let mac = read_mac_address(bar)?;
@@ -365,6 +370,8 @@ unsafe extern "C" fn e1000_irq(
         e1000.update_carrier();
     }
     e1000.bar.write32(u32::MAX, regs::IMC);
+    // Before scheduling: a poll already running then polls again and sees it.
+    e1000.interrupts_masked.store(true, Ordering::Release);
     e1000.netdev.napi().schedule();
     bindings::irqreturn::IRQ_HANDLED
 }
@@ -452,6 +459,8 @@ impl E1000<'_> {
         );
         bar.write32(ITR_20K, regs::ITR);
         self.netdev.reset_queue();
+        // A poll that found the interface stopping left interrupts masked.
+        self.interrupts_masked.store(false, Ordering::Relaxed);
         self.netdev.napi().enable();
         self.running.store(true, Ordering::Release);
         let _ = bar.read32(regs::ICR);
@@ -555,16 +564,17 @@ impl E1000<'_> {
     /// Decides, for frames just handed to the device, how the driver learns that they are sent.
     ///
     /// Frames this device's own poll sent, while it delivered what it received (acknowledgements,
-    /// replies, data an acknowledgement released), ask for no interrupt of their own: receive
-    /// traffic is flowing, the next poll frees them, and should no interrupt come the reap timer
-    /// schedules that poll. Every other frame (from a process, another device's poll, a timer),
-    /// and any frame while the queue is stopped, enables the completion interrupt (TXDW) until the
-    /// next interrupt masks all, so that its skb and socket memory come back at once and a
-    /// stopped queue wakes. Enabling it while a poll runs only brings an interrupt that has the
-    /// poll run again.
+    /// replies, data an acknowledgement released), wait for the next poll: receive traffic is
+    /// flowing, and should no interrupt come the reap timer schedules that poll. Every other frame
+    /// (from a process, another device's poll, a timer), and any frame while the queue is stopped,
+    /// has the poll scheduled now, so that its skb and socket memory come back at once and a
+    /// stopped queue wakes. That poll enables the completion interrupt (TXDW) for whatever the
+    /// device has not sent yet; QEMU sends the frames before the TDT write returns, so there it
+    /// frees them all and no interrupt is taken. Scheduling the poll while it runs has it poll
+    /// again.
     ///
-    /// QEMU sends the frames before the TDT write returns, and with TXDW always enabled the
-    /// frames a poll sent raised an interrupt of their own once the poll re-enabled interrupts
+    /// Enabling TXDW here instead cost every round trip an interrupt, and with TXDW always enabled
+    /// the frames a poll sent raised an interrupt of their own once the poll re-enabled interrupts
     /// (see the README).
     fn request_completion(&self) {
         // BH is disabled: this stays on the CPU. Only the poll on this CPU stores its number. The
@@ -575,7 +585,8 @@ impl E1000<'_> {
             // The poll is still running: a timer that fires meanwhile has it poll again.
             self.reap_timer.arm_unless_pending(REAP_DELAY_MS);
         } else {
-            self.bar.write32(regs::INT_TXDW, regs::IMS);
+            // With BH disabled, as here, the poll runs once BH is enabled again.
+            self.netdev.napi().schedule();
         }
     }
 
@@ -590,7 +601,8 @@ impl E1000<'_> {
         }
     }
 
-    /// The NAPI poll: up to `budget` received frames, then transmit completions.
+    /// The NAPI poll: up to `budget` received frames if an interrupt scheduled it, then transmit
+    /// completions.
     pub(crate) fn poll(&self, napi: Napi, budget: i32) -> i32 {
         self.polling_cpu
             .store(CpuId::current().as_u32() + 1, Ordering::Relaxed);
@@ -606,15 +618,12 @@ impl E1000<'_> {
             napi.complete_done(0);
             return 0;
         };
-        // SAFETY: This is the NAPI poll.
-        let (received, tail) = unsafe {
-            rx.clean(&self.netdev, napi, budget.max(0) as usize, |skb| {
-                napi.receive(skb)
-            })
+        let masked = self.interrupts_masked.load(Ordering::Acquire);
+        let received = if masked {
+            self.receive(rx, napi, budget)
+        } else {
+            RxDone::default()
         };
-        if let Some(tail) = tail {
-            self.bar.write32(tail as u32, regs::RDT);
-        }
         let c = &self.counters;
         c.rx_packets.add(received.frames.packets);
         c.rx_bytes.add(received.frames.bytes);
@@ -638,18 +647,34 @@ impl E1000<'_> {
             (received.frames.packets + received.errors + received.length_errors + received.dropped)
                 as i32;
         // Frames the clean left, which the device had not sent yet (on QEMU, which sends them
-        // before TDT's write returns, only those a transmit on another CPU queued meanwhile): one
-        // may be a frame whose enabled TXDW the interrupt handler masked.
-        let unfreed = !tx.is_empty();
+        // before TDT's write returns, only those a transmit on another CPU queued meanwhile): the
+        // completion interrupt brings the poll back for them.
+        let completion = if tx.is_empty() { 0 } else { regs::INT_TXDW };
         if work < budget && napi.complete_done(work) && self.running.load(Ordering::Acquire) {
-            let causes = if unfreed {
-                regs::INT_ENABLED | regs::INT_TXDW
-            } else {
-                regs::INT_ENABLED
-            };
-            self.bar.write32(causes, regs::IMS);
+            if masked {
+                // The IMS write (writel) orders after this store; an interrupt it lets through
+                // sets the flag again.
+                self.interrupts_masked.store(false, Ordering::Relaxed);
+                self.bar.write32(regs::INT_ENABLED | completion, regs::IMS);
+            } else if completion != 0 {
+                self.bar.write32(completion, regs::IMS);
+            }
         }
         work.min(budget)
+    }
+
+    /// Hands up to `budget` received frames to the stack and gives the ring back its buffers.
+    fn receive(&self, rx: &mut RxRing<'_>, napi: Napi, budget: i32) -> RxDone {
+        // SAFETY: This is the NAPI poll.
+        let (received, tail) = unsafe {
+            rx.clean(&self.netdev, napi, budget.max(0) as usize, |skb| {
+                napi.receive(skb)
+            })
+        };
+        if let Some(tail) = tail {
+            self.bar.write32(tail as u32, regs::RDT);
+        }
+        received
     }
 
     /// `ndo_get_stats64`.
