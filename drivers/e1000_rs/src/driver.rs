@@ -6,7 +6,8 @@
 //! Probe resets the controller, reads the Ethernet address from the EEPROM and registers a
 //! `net_device`. Opening the interface allocates the descriptor rings, programs the receiver and
 //! the transmitter and enables interrupts; the interrupt handler only masks interrupts and
-//! schedules NAPI, and the NAPI poll cleans both rings.
+//! schedules NAPI, and the NAPI poll cleans both rings. A transmit schedules a poll that only
+//! frees sent frames.
 
 mod dma_local;
 mod netdev;
@@ -135,9 +136,12 @@ pub(crate) struct E1000<'bound> {
     /// The CPU the NAPI poll runs on, plus one; 0 while it does not run.
     polling_cpu: AtomicU32,
     /// The interrupt handler masked the device's interrupts and scheduled the poll, which
-    /// receives and enables them again. A poll scheduled otherwise (by a transmit or the reap
-    /// timer) only frees sent frames: interrupts stay enabled for what arrives.
+    /// receives and enables them again. The poll takes it (a swap): a handler that runs once
+    /// that poll has completed sets it for the next one.
     interrupts_masked: AtomicBool,
+    /// A transmit or the reap timer scheduled the poll to free sent frames. Unless an interrupt
+    /// scheduled it too, that poll does not receive: interrupts stay enabled for what arrives.
+    completions_only: AtomicBool,
     netdev: NetDev,
     /// Installed by `open` before the queue starts and NAPI is enabled, removed by `stop` after
     /// both are disabled: `xmit` and `poll`, which use them, never run meanwhile.
@@ -178,6 +182,7 @@ impl pci::Driver for E1000Driver {
             reap_timer <- unsafe { Timer::new(reap_timer_fired) },
             polling_cpu: AtomicU32::new(0),
             interrupts_masked: AtomicBool::new(false),
+            completions_only: AtomicBool::new(false),
             netdev: {
                 let netdev = NetDev::alloc(bound.as_ref())?;
                 let mac = read_mac_address(bar)?;
@@ -370,7 +375,8 @@ unsafe extern "C" fn e1000_irq(
         e1000.update_carrier();
     }
     e1000.bar.write32(u32::MAX, regs::IMC);
-    // Before scheduling: a poll already running then polls again and sees it.
+    // Before scheduling: a poll already running then polls again and sees it, and the poll that
+    // sees it writes IMS after this IMC.
     e1000.interrupts_masked.store(true, Ordering::Release);
     e1000.netdev.napi().schedule();
     bindings::irqreturn::IRQ_HANDLED
@@ -394,7 +400,7 @@ unsafe extern "C" fn reap_timer_fired(timer: *mut bindings::timer_list) {
         .cast::<E1000<'_>>()
     };
     if e1000.running.load(Ordering::Acquire) {
-        e1000.netdev.napi().schedule();
+        e1000.schedule_completions();
     }
 }
 
@@ -459,8 +465,9 @@ impl E1000<'_> {
         );
         bar.write32(ITR_20K, regs::ITR);
         self.netdev.reset_queue();
-        // A poll that found the interface stopping left interrupts masked.
+        // What the last poll before `stop` left: interrupts are enabled below, and no poll runs.
         self.interrupts_masked.store(false, Ordering::Relaxed);
+        self.completions_only.store(false, Ordering::Relaxed);
         self.netdev.napi().enable();
         self.running.store(true, Ordering::Release);
         let _ = bar.read32(regs::ICR);
@@ -577,17 +584,25 @@ impl E1000<'_> {
     /// the frames a poll sent raised an interrupt of their own once the poll re-enabled interrupts
     /// (see the README).
     fn request_completion(&self) {
-        // BH is disabled: this stays on the CPU. Only the poll on this CPU stores its number. The
-        // CPU is asked for (a call) only while some poll runs: not on a process's transmit path.
+        // BH (under netpoll, IRQs) is disabled: this stays on the CPU. Only the poll on this CPU
+        // stores its number. The CPU is asked for (a call) only while some poll runs: not on a
+        // process's transmit path.
         let polling = self.polling_cpu.load(Ordering::Relaxed);
         let polling_here = polling != 0 && polling == CpuId::current().as_u32() + 1;
         if polling_here && !self.netdev.xmit_stopped() {
             // The poll is still running: a timer that fires meanwhile has it poll again.
             self.reap_timer.arm_unless_pending(REAP_DELAY_MS);
         } else {
-            // With BH disabled, as here, the poll runs once BH is enabled again.
-            self.netdev.napi().schedule();
+            self.schedule_completions();
         }
+    }
+
+    /// Schedules a poll that frees sent frames: from a process (BH disabled), it runs once BH is
+    /// enabled again; from a softirq, before softirqs end.
+    fn schedule_completions(&self) {
+        // Before scheduling, as in the interrupt handler.
+        self.completions_only.store(true, Ordering::Release);
+        self.netdev.napi().schedule();
     }
 
     /// Stops the queue for lack of descriptors, unless the poll has just freed enough: it wakes a
@@ -618,8 +633,10 @@ impl E1000<'_> {
             napi.complete_done(0);
             return 0;
         };
-        let masked = self.interrupts_masked.load(Ordering::Acquire);
-        let received = if masked {
+        let masked = self.interrupts_masked.swap(false, Ordering::Acquire);
+        let completions_only = self.completions_only.swap(false, Ordering::Acquire);
+        // A poll nothing scheduled (busy polling, netpoll) receives too.
+        let received = if masked || !completions_only {
             self.receive(rx, napi, budget)
         } else {
             RxDone::default()
@@ -650,15 +667,17 @@ impl E1000<'_> {
         // before TDT's write returns, only those a transmit on another CPU queued meanwhile): the
         // completion interrupt brings the poll back for them.
         let completion = if tx.is_empty() { 0 } else { regs::INT_TXDW };
-        if work < budget && napi.complete_done(work) && self.running.load(Ordering::Acquire) {
-            if masked {
-                // The IMS write (writel) orders after this store; an interrupt it lets through
-                // sets the flag again.
-                self.interrupts_masked.store(false, Ordering::Relaxed);
+        if work < budget && napi.complete_done(work) {
+            if !self.running.load(Ordering::Acquire) {
+                // `stop` is resetting the device.
+            } else if masked {
                 self.bar.write32(regs::INT_ENABLED | completion, regs::IMS);
             } else if completion != 0 {
                 self.bar.write32(completion, regs::IMS);
             }
+        } else if masked {
+            // NAPI polls again, interrupts still masked: that poll enables them.
+            self.interrupts_masked.store(true, Ordering::Relaxed);
         }
         work.min(budget)
     }

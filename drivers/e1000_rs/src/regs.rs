@@ -82,7 +82,7 @@ pub(crate) const INT_RXDMT0: u32 = 1 << 4;
 pub(crate) const INT_RXO: u32 = 1 << 6;
 pub(crate) const INT_RXT0: u32 = 1 << 7;
 /// The causes this driver enables whenever it enables interrupts; transmit completions (TXDW) only
-/// when a frame needs one.
+/// when a poll leaves frames the device has not sent.
 pub(crate) const INT_ENABLED: u32 = INT_LSC | INT_RXSEQ | INT_RXDMT0 | INT_RXO | INT_RXT0;
 
 /// RCTL: Receiver Enable, Broadcast Accept Mode, Strip Ethernet CRC; buffer size 2048 is BSIZE = 0.
