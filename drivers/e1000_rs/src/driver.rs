@@ -135,10 +135,14 @@ pub(crate) struct E1000<'bound> {
     reap_timer: Timer,
     /// The CPU the NAPI poll runs on, plus one; 0 while it does not run.
     polling_cpu: AtomicU32,
-    /// The interrupt handler masked the device's interrupts and scheduled the poll, which
-    /// receives and enables them again. The poll takes it (a swap): a handler that runs once
-    /// that poll has completed sets it for the next one.
-    interrupts_masked: AtomicBool,
+    /// How often the interrupt handler has masked the device's interrupts (and scheduled the
+    /// poll, which receives and enables them again), wrapping.
+    masks: AtomicU32,
+    /// The count of `masks` that the last poll to enable interrupts had seen; interrupts are
+    /// masked while the two differ. A count, not a flag the poll clears: a poll stores it after
+    /// completing NAPI, when a handler may already have masked again for the next poll, and an
+    /// older count stored late only has a poll enable interrupts once more.
+    masks_undone: AtomicU32,
     /// A transmit or the reap timer scheduled the poll to free sent frames. Unless an interrupt
     /// scheduled it too, that poll does not receive: interrupts stay enabled for what arrives.
     completions_only: AtomicBool,
@@ -181,7 +185,8 @@ impl pci::Driver for E1000Driver {
             // which this is; `PinnedDrop` shuts it down before this pinned object goes.
             reap_timer <- unsafe { Timer::new(reap_timer_fired) },
             polling_cpu: AtomicU32::new(0),
-            interrupts_masked: AtomicBool::new(false),
+            masks: AtomicU32::new(0),
+            masks_undone: AtomicU32::new(0),
             completions_only: AtomicBool::new(false),
             netdev: {
                 let netdev = NetDev::alloc(bound.as_ref())?;
@@ -377,7 +382,7 @@ unsafe extern "C" fn e1000_irq(
     e1000.bar.write32(u32::MAX, regs::IMC);
     // Before scheduling: a poll already running then polls again and sees it, and the poll that
     // sees it writes IMS after this IMC.
-    e1000.interrupts_masked.store(true, Ordering::Release);
+    e1000.masks.fetch_add(1, Ordering::Release);
     e1000.netdev.napi().schedule();
     bindings::irqreturn::IRQ_HANDLED
 }
@@ -457,6 +462,9 @@ impl E1000<'_> {
         unsafe { self.rings.set(Some((tx, rx))) };
         // Every descriptor but one is the device's: head 0, tail at the last.
         bar.write32((ring::RING_SIZE - 1) as u32, regs::RDT);
+        // Stale causes go before the receiver starts: a frame's RXT0 from then on stays latched
+        // (all masked) until the IMS write below raises it.
+        let _ = bar.read32(regs::ICR);
         // The stack sets the filter's mode once the interface is up (`set_rx_mode`).
         bar.write32(rctl(RxMode::default(), false), regs::RCTL);
         bar.write32(
@@ -466,11 +474,11 @@ impl E1000<'_> {
         bar.write32(ITR_20K, regs::ITR);
         self.netdev.reset_queue();
         // What the last poll before `stop` left: interrupts are enabled below, and no poll runs.
-        self.interrupts_masked.store(false, Ordering::Relaxed);
+        self.masks_undone
+            .store(self.masks.load(Ordering::Relaxed), Ordering::Relaxed);
         self.completions_only.store(false, Ordering::Relaxed);
         self.netdev.napi().enable();
         self.running.store(true, Ordering::Release);
-        let _ = bar.read32(regs::ICR);
         bar.write32(regs::INT_ENABLED, regs::IMS);
         self.update_carrier();
         self.netdev.start_queue();
@@ -600,8 +608,8 @@ impl E1000<'_> {
     /// Schedules a poll that frees sent frames: from a process (BH disabled), it runs once BH is
     /// enabled again; from a softirq, before softirqs end.
     fn schedule_completions(&self) {
-        // Before scheduling, as in the interrupt handler.
-        self.completions_only.store(true, Ordering::Release);
+        // Scheduling orders it before the poll (a fully ordered test-and-set).
+        self.completions_only.store(true, Ordering::Relaxed);
         self.netdev.napi().schedule();
     }
 
@@ -616,8 +624,8 @@ impl E1000<'_> {
         }
     }
 
-    /// The NAPI poll: up to `budget` received frames if an interrupt scheduled it, then transmit
-    /// completions.
+    /// The NAPI poll: up to `budget` received frames unless only a transmit or the reap timer
+    /// scheduled it, then transmit completions.
     pub(crate) fn poll(&self, napi: Napi, budget: i32) -> i32 {
         self.polling_cpu
             .store(CpuId::current().as_u32() + 1, Ordering::Relaxed);
@@ -633,9 +641,11 @@ impl E1000<'_> {
             napi.complete_done(0);
             return 0;
         };
-        let masked = self.interrupts_masked.swap(false, Ordering::Acquire);
-        let completions_only = self.completions_only.swap(false, Ordering::Acquire);
-        // A poll nothing scheduled (busy polling, netpoll) receives too.
+        let masks = self.masks.load(Ordering::Acquire);
+        let masked = masks != self.masks_undone.load(Ordering::Relaxed);
+        let completions_only = self.completions_only.swap(false, Ordering::Relaxed);
+        // Busy polling and netpoll receive too (unless a transmit's flag was left for them: then
+        // interrupts are enabled and bring the frames).
         let received = if masked || !completions_only {
             self.receive(rx, napi, budget)
         } else {
@@ -671,13 +681,11 @@ impl E1000<'_> {
             if !self.running.load(Ordering::Acquire) {
                 // `stop` is resetting the device.
             } else if masked {
+                self.masks_undone.store(masks, Ordering::Relaxed);
                 self.bar.write32(regs::INT_ENABLED | completion, regs::IMS);
             } else if completion != 0 {
                 self.bar.write32(completion, regs::IMS);
             }
-        } else if masked {
-            // NAPI polls again, interrupts still masked: that poll enables them.
-            self.interrupts_masked.store(true, Ordering::Relaxed);
         }
         work.min(budget)
     }
