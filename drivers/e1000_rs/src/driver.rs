@@ -677,10 +677,8 @@ impl E1000<'_> {
         // before TDT's write returns, only those a transmit on another CPU queued meanwhile): the
         // completion interrupt brings the poll back for them.
         let completion = if tx.is_empty() { 0 } else { regs::INT_TXDW };
-        if work < budget && napi.complete_done(work) {
-            if !self.running.load(Ordering::Acquire) {
-                // `stop` is resetting the device.
-            } else if masked {
+        if work < budget && napi.complete_done(work) && self.running.load(Ordering::Acquire) {
+            if masked {
                 self.masks_undone.store(masks, Ordering::Relaxed);
                 self.bar.write32(regs::INT_ENABLED | completion, regs::IMS);
             } else if completion != 0 {
