@@ -28,6 +28,8 @@ mkdir -p target/generated
 USER=${USER:-$(id -un)} "$CARGO_GENERATE" generate --path template --name lint_check \
 	--destination target/generated --vcs none --no-workspace --silent >/dev/null 2>&1
 for dir in modules/* drivers/* "$generated"; do
+	# Its cases must not compile: harness/tests/dma_local_misuse.rs builds each and checks why.
+	[ "$dir" = modules/dma_misuse ] && continue
 	make -s -C "$dir" clean >/dev/null
 	if ! out=$(make -s -C "$dir" CLIPPY=1 2>&1) || grep -qE '(^|: )(warning|error)[:[]' <<<"$out"; then
 		printf '%s\n' "$out" >&2

@@ -13,6 +13,11 @@ use crate::{err, Env, Result};
 /// Tests run in parallel threads; builds of one directory are serialised so that Kbuild never runs
 /// twice in the same tree at once.
 pub fn build_module(dir: impl AsRef<Path>) -> Result<Vec<PathBuf>> {
+    build_module_with(dir, &[])
+}
+
+/// As [`build_module`], with extra make variables (`NAME=value`) for the module's Kbuild file.
+pub fn build_module_with(dir: impl AsRef<Path>, vars: &[(&str, &str)]) -> Result<Vec<PathBuf>> {
     let env = Env::get()?;
     let dir = env.root.join(dir.as_ref());
     let lock = dir_lock(&dir);
@@ -28,6 +33,9 @@ pub fn build_module(dir: impl AsRef<Path>) -> Result<Vec<PathBuf>> {
         ));
     for key in ["RUSTC", "HOSTRUSTC", "RUSTDOC", "BINDGEN"] {
         cmd.arg(format!("{key}={}", env.var(key)?));
+    }
+    for (key, value) in vars {
+        cmd.arg(format!("{key}={value}"));
     }
     cmd.env("LIBCLANG_PATH", env.var("LIBCLANG_PATH")?)
         .arg("modules");

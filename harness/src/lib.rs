@@ -34,7 +34,7 @@ mod template;
 pub use bench_args::BenchArgs;
 pub use env::Env;
 pub use guest_tools::guest_tool;
-pub use kbuild::build_module;
+pub use kbuild::{build_module, build_module_with};
 pub use kernel_log::{problems, problems_except, KnownWarning, Problem};
 pub use ktap::{Ktap, TestResult};
 pub use qemu::{Counted, Drive, Machine, NetBackend, Nic, Vm};

@@ -10,7 +10,9 @@
 #[path = "../../template/src/dma_local.rs"]
 mod dma_local;
 
-use dma_local::{Attrs, Coherent, Direction, Gfp, Mapping, Mask, Pool, Streaming};
+use dma_local::{
+    dir, Attrs, Coherent, Direction, Gfp, Mapping, Mask, NonCoherent, Pool, SgTable, Streaming,
+};
 use kernel::{
     device::{Bound, Core, Device},
     page::{Page, PAGE_SIZE},
@@ -107,16 +109,49 @@ fn run_all(dev: &Device<Bound>, report: &mut Report) {
         expect(Mask::bits(64)?.value() == u64::MAX)?;
         expect(Mask::bits(MASK_BITS)?.value() == (1 << MASK_BITS) - 1)
     });
+    // The `set_*` calls below are sound: nothing of this device is allocated or mapped yet, and
+    // every test drops what it made before the next one runs.
     report.run("set_masks", || {
-        dma_local::set_mask_and_coherent(dev, Mask::bits(32)?)?;
-        dma_local::set_mask(dev, Mask::bits(MASK_BITS)?)?;
-        dma_local::set_coherent_mask(dev, Mask::bits(MASK_BITS)?)
+        // SAFETY: See above.
+        unsafe { dma_local::set_mask_and_coherent(dev, Mask::bits(32)?) }?;
+        // SAFETY: See above.
+        unsafe { dma_local::set_mask(dev, Mask::bits(MASK_BITS)?) }?;
+        // SAFETY: See above.
+        unsafe { dma_local::set_coherent_mask(dev, Mask::bits(MASK_BITS)?) }
     });
     report.run("mapping_limits", || {
-        dma_local::set_min_align_mask(dev, 4095)?;
-        dma_local::set_min_align_mask(dev, 0)?;
+        // SAFETY: See above.
+        unsafe { dma_local::set_min_align_mask(dev, 4095) }?;
+        // SAFETY: See above.
+        unsafe { dma_local::set_min_align_mask(dev, 0) }?;
         // Unlimited (`SIZE_MAX`) without a bounce buffer; a bounce buffer's slots hold 256 KiB.
-        expect(dma_local::max_mapping_size(dev) >= 256 * 1024)
+        expect(dma_local::max_mapping_size(dev) >= 256 * 1024)?;
+        // No IOMMU here: the optimal size is the largest.
+        expect(dma_local::opt_mapping_size(dev) == dma_local::max_mapping_size(dev))
+    });
+    report.run("segment_limits", || {
+        // The PCI core's default, then a new one and back.
+        let default = dma_local::max_seg_size(dev);
+        expect(default == 64 * 1024)?;
+        // SAFETY: See above.
+        unsafe { dma_local::set_max_seg_size(dev, 8192) }?;
+        expect(dma_local::max_seg_size(dev) == 8192)?;
+        // SAFETY: See above.
+        expect_err(unsafe { dma_local::set_max_seg_size(dev, 0) }, EINVAL)?;
+        // SAFETY: See above.
+        unsafe { dma_local::set_max_seg_size(dev, default) }?;
+        // SAFETY: See above.
+        expect_err(unsafe { dma_local::set_seg_boundary(dev, 0x1000) }, EINVAL)?;
+        // SAFETY: See above.
+        unsafe { dma_local::set_seg_boundary(dev, 0xffff_ffff) }
+    });
+    report.run("barriers", || {
+        // Nothing to observe on one CPU: they link against this kernel and return.
+        dma_local::dma_rmb();
+        dma_local::dma_wmb();
+        dma_local::wmb();
+        dma_local::mb();
+        Ok(())
     });
     report.run("coherent_respects_mask", || {
         let buf = Coherent::<u8>::alloc(dev, 8192, Gfp::KERNEL)?;
@@ -141,6 +176,12 @@ fn run_all(dev: &Device<Bound>, report: &mut Report) {
     report.run("coherent_rejects_no_kernel_mapping", || {
         expect_err(
             Coherent::<u8>::alloc_attrs(dev, 64, Gfp::KERNEL, Attrs::NO_KERNEL_MAPPING),
+            EINVAL,
+        )
+    });
+    report.run("coherent_rejects_cc_shared", || {
+        expect_err(
+            Coherent::<u8>::alloc_attrs(dev, 64, Gfp::KERNEL, Attrs::CC_SHARED),
             EINVAL,
         )
     });
@@ -233,37 +274,51 @@ fn run_all(dev: &Device<Bound>, report: &mut Report) {
         )?;
         expect(buf.attrs() == Attrs::WEAK_ORDERING | Attrs::NO_WARN)
     });
-    report.run("into_and_from_parts", || {
-        let buf = Coherent::<u16>::alloc(dev, 100, Gfp::KERNEL)?;
-        let handle = buf.dma_handle();
-        let parts = buf.into_parts();
-        // SAFETY: `parts` came from `into_parts` of an allocation of `dev`, taken back once.
-        let buf = unsafe { Coherent::from_parts(dev, parts) };
-        expect(buf.dma_handle() == handle && buf.count() == 100)
-    });
-    report.run("streaming_map_sync_unmap", || {
+    report.run("streaming_map_view_unmap", || {
         let mut data = KVec::with_capacity(3000, GFP_KERNEL)?;
         for i in 0..3000usize {
             data.push((i % 251) as u8, GFP_KERNEL)?;
         }
         let mut mapping =
-            Streaming::map(dev, data, Direction::Bidirectional, Attrs::NONE).map_err(|(e, _)| e)?;
+            Streaming::map(dev, data, dir::Bidirectional, Attrs::NONE).map_err(|(e, _)| e)?;
         expect(below_mask(mapping.dma_handle(), mapping.len()))?;
-        mapping.cpu_access(|bytes| bytes[0] = 0xff);
-        mapping.sync_for_device();
-        mapping.sync_for_cpu();
-        mapping.sync_for_device();
+        // No bounce buffer and a coherent platform: nothing to sync.
+        expect(!mapping.need_sync())?;
+        {
+            // SAFETY: The device was never told of this buffer.
+            let mut view = unsafe { mapping.sync_for_cpu() };
+            expect(view.len() == 3000 && view[2999] == (2999 % 251) as u8)?;
+            view[0] = 0xff;
+        }
+        {
+            // SAFETY: As above.
+            let mut part = unsafe { mapping.sync_range_for_cpu(1000, 10) }?;
+            expect(part.len() == 10 && part[0] == (1000 % 251) as u8)?;
+            part[9] = 0xee;
+        }
+        // SAFETY: As above; out of range is refused before anything is synced.
+        let outside = unsafe { mapping.sync_range_for_cpu(2995, 6) }.map(drop);
+        expect_err(outside, EINVAL)?;
         let back = mapping.unmap();
         expect(
             back.len() == 3000
                 && back[0] == 0xff
                 && back[1] == 1
+                && back[1009] == 0xee
                 && back[2999] == (2999 % 251) as u8,
         )
     });
+    report.run("streaming_from_device_view_reads", || {
+        let data = KVec::from_elem(0x3cu8, 512, GFP_KERNEL)?;
+        let mut mapping =
+            Streaming::map(dev, data, dir::FromDevice, Attrs::NONE).map_err(|(e, _)| e)?;
+        // SAFETY: The device was never told of this buffer.
+        let view = unsafe { mapping.sync_for_cpu() };
+        expect(view.iter().all(|&b| b == 0x3c))
+    });
     report.run(
         "streaming_empty_rejected_buffer_returned",
-        || match Streaming::map(dev, KVec::new(), Direction::ToDevice, Attrs::NONE) {
+        || match Streaming::map(dev, KVec::new(), dir::ToDevice, Attrs::NONE) {
             Err((e, buf)) => expect(e == EINVAL && buf.is_empty()),
             Ok(_) => Err(EBADE),
         },
@@ -284,7 +339,15 @@ fn run_all(dev: &Device<Bound>, report: &mut Report) {
         expect(mapping.len() == 1500 && below_mask(mapping.dma_handle(), 1500))?;
         mapping.sync_for_cpu();
         mapping.sync_for_device();
+        mapping.sync_range_for_cpu(100, 1400)?;
+        mapping.sync_range_for_device(100, 1400)?;
+        expect_err(mapping.sync_range_for_cpu(100, 1401), EINVAL)?;
+        expect_err(mapping.sync_range_for_device(usize::MAX, 2), EOVERFLOW)?;
         drop(mapping);
+        // SAFETY: As above; refused before anything is mapped.
+        let mmio =
+            unsafe { Mapping::new(dev, buf.as_mut_ptr(), 64, Direction::ToDevice, Attrs::MMIO) };
+        expect_err(mmio, EINVAL)?;
         // SAFETY: as above; a zero-length mapping is refused before anything is mapped.
         let empty =
             unsafe { Mapping::new(dev, buf.as_mut_ptr(), 0, Direction::ToDevice, Attrs::NONE) };
@@ -321,6 +384,9 @@ fn run_all(dev: &Device<Bound>, report: &mut Report) {
         expect_err(Pool::<u64>::new(dev, c"selftest", 0, 8, 0), EINVAL)?;
         expect_err(Pool::<u64>::new(dev, c"selftest", 512, 3, 0), EINVAL)?;
         expect_err(Pool::<u64>::new(dev, c"selftest", 512, 4, 0), EINVAL)?;
+        // A boundary that is not a power of two, or smaller than a block.
+        expect_err(Pool::<u64>::new(dev, c"selftest", 512, 8, 6000), EINVAL)?;
+        expect_err(Pool::<u64>::new(dev, c"selftest", 512, 8, 2048), EINVAL)?;
         let pool = Pool::<u64>::new(dev, c"selftest", 512, 4096, 4096)?;
         let mut a = pool.alloc(Gfp::KERNEL)?;
         let b = pool.alloc(Gfp::KERNEL)?;
@@ -343,6 +409,71 @@ fn run_all(dev: &Device<Bound>, report: &mut Report) {
         drop(c);
         let d = pool.alloc(Gfp::KERNEL)?;
         expect(d.dma_handle() == handle && d.read(511)? == 0)
+    });
+    report.run("noncoherent_views", || {
+        expect_err(
+            NonCoherent::alloc(dev, 0, dir::Bidirectional, Gfp::KERNEL).map(drop),
+            EINVAL,
+        )?;
+        let mut buf = NonCoherent::alloc(dev, 6000, dir::Bidirectional, Gfp::KERNEL)?;
+        expect(buf.len() == 6000 && below_mask(buf.dma_handle(), 6000))?;
+        {
+            // SAFETY: The device was never told of this buffer.
+            let mut view = unsafe { buf.sync_for_cpu() };
+            expect(view.iter().all(|&b| b == 0))?;
+            for (i, b) in view.iter_mut().enumerate() {
+                *b = (i % 253) as u8;
+            }
+        }
+        // SAFETY: As above.
+        let part = unsafe { buf.sync_range_for_cpu(4096, 100) }?;
+        expect(part.len() == 100 && part[0] == (4096 % 253) as u8)?;
+        drop(part);
+        // SAFETY: As above.
+        expect_err(
+            unsafe { buf.sync_range_for_cpu(5990, 11) }.map(drop),
+            EINVAL,
+        )
+    });
+    report.run("sg_table_map_segments_unmap", || {
+        expect_err(
+            SgTable::new(KVec::new(), 65536)
+                .map(drop)
+                .map_err(|(e, _)| e),
+            EINVAL,
+        )?;
+        let mut pages = KVec::new();
+        for _ in 0..3 {
+            pages.push(Page::alloc_page(GFP_KERNEL)?, GFP_KERNEL)?;
+        }
+        let mut table = SgTable::new(pages, dma_local::max_seg_size(dev)).map_err(|(e, _)| e)?;
+        expect(table.size() == 3 * PAGE_SIZE && table.entries() >= 1)?;
+        let mut pattern = KVec::with_capacity(3 * PAGE_SIZE, GFP_KERNEL)?;
+        for i in 0..3 * PAGE_SIZE {
+            pattern.push((i % 241) as u8, GFP_KERNEL)?;
+        }
+        table.write(0, &pattern)?;
+        expect_err(table.write(3 * PAGE_SIZE - 1, &[0, 0]), EINVAL)?;
+        let mut mapped = table
+            .map(dev, Direction::Bidirectional, Attrs::NONE)
+            .map_err(|(e, _)| e)?;
+        let mut total = 0usize;
+        for (address, len) in mapped.segments() {
+            expect(len > 0 && below_mask(address, len as usize))?;
+            total += len as usize;
+        }
+        expect(total == 3 * PAGE_SIZE)?;
+        mapped.sync_for_cpu();
+        mapped.sync_for_device();
+        let table = mapped.unmap();
+        // The bytes went in before the mapping and come back after it, across page edges.
+        let mut back = KVec::from_elem(0u8, 3 * PAGE_SIZE, GFP_KERNEL)?;
+        table.read(0, &mut back)?;
+        expect(back == pattern)?;
+        let mut edge = [0u8; 4];
+        table.read(PAGE_SIZE - 2, &mut edge)?;
+        expect(edge[..] == pattern[PAGE_SIZE - 2..PAGE_SIZE + 2])?;
+        expect(table.into_pages().len() == 3)
     });
 }
 

@@ -12,7 +12,7 @@ mod regs;
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use dma_local::{Attrs, Coherent, Direction, Gfp, Mask, Streaming};
+use dma_local::{dir, Attrs, Coherent, Gfp, Mask, Streaming};
 use kernel::{
     bindings,
     device::{Bound, Core},
@@ -91,7 +91,9 @@ impl pci::Driver for EduDriver {
                     return Err(ENODEV);
                 }
                 let mask = Mask::bits(regs::DMA_ADDRESS_BITS)?;
-                dma_local::set_mask_and_coherent(bound.as_ref(), mask)?;
+                // SAFETY: Nothing of this device is allocated or mapped yet: its buffers come
+                // after probe.
+                unsafe { dma_local::set_mask_and_coherent(bound.as_ref(), mask) }?;
                 bar
             },
             irq_seen: AtomicU32::new(0),
@@ -236,13 +238,18 @@ impl Edu<'_> {
             outgoing.push(pattern(i, 0xa5), GFP_KERNEL)?;
         }
         let to_device =
-            Streaming::map(dev, outgoing, Direction::ToDevice, Attrs::NONE).map_err(|(e, _)| e)?;
+            Streaming::map(dev, outgoing, dir::ToDevice, Attrs::NONE).map_err(|(e, _)| e)?;
         let incoming = KVec::from_elem(0u8, len, GFP_KERNEL)?;
-        let mut from_device = Streaming::map(dev, incoming, Direction::FromDevice, Attrs::NONE)
-            .map_err(|(e, _)| e)?;
+        let mut from_device =
+            Streaming::map(dev, incoming, dir::FromDevice, Attrs::NONE).map_err(|(e, _)| e)?;
         self.transfer(to_device.dma_handle(), len, false)?;
         self.transfer(from_device.dma_handle(), len, true)?;
-        from_device.cpu_access(|bytes| verify(self.pdev, "streaming", bytes, 0xa5))?;
+        {
+            // SAFETY: `transfer` returned once edu raised the transfer's completion interrupt, and
+            // edu is given nothing else until the view is dropped.
+            let view = unsafe { from_device.sync_for_cpu() };
+            verify(self.pdev, "streaming", &view, 0xa5)?;
+        }
         let back = from_device.unmap();
         drop(to_device.unmap());
         verify(self.pdev, "streaming (unmapped)", &back, 0xa5)
