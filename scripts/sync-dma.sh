@@ -2,8 +2,12 @@
 # Keeps every driver's copy of dma_local in step with template/ and with the kernel's C DMA API.
 #
 #   scripts/sync-dma.sh --check [--json]          read-only; exit 0 when clean (CI runs this)
-#   scripts/sync-dma.sh update [--force] [DIR..]  merge the template into the copies, refresh the manifest,
-#                                                 append to CHANGES.md
+#   scripts/sync-dma.sh update [--force] [--message TEXT | --message-file FILE] [DIR..]
+#                                                 merge the template into the copies, refresh the
+#                                                 manifest, append an entry to CHANGES.md. A template
+#                                                 change needs the message: its first line heads the
+#                                                 entry, the rest says what changed and what a driver
+#                                                 has to do (--message-file - reads stdin)
 #   scripts/sync-dma.sh init [--force]            write the manifest from scratch
 #   scripts/sync-dma.sh bench [N]                 time --check over N generated drivers
 #

@@ -1,6 +1,7 @@
 //! Just enough of a C preprocessor and parser to fingerprint kernel headers: comments, line
 //! continuations and conditionals (against a fixed set of x86_64 configuration symbols),
-//! object-like `#define`s, enums, typedefs and top-level function declarations. Formatting and
+//! `#define`s (object-like and function-like), enums, typedefs and top-level function
+//! declarations. Formatting and
 //! comments never change a fingerprint.
 
 use std::collections::BTreeMap;
@@ -24,6 +25,8 @@ const CONFIG_SET: &[&str] = &[
 pub struct Header {
     /// Object-like macros: name → replacement text (whitespace-normalised).
     pub defines: BTreeMap<String, String>,
+    /// Function-like macros: name → parameter list and replacement text (whitespace-normalised).
+    pub macros: BTreeMap<String, String>,
     /// The code that survives preprocessing, without directives or comments.
     pub code: String,
 }
@@ -193,7 +196,10 @@ pub fn preprocess(text: &str) -> Header {
             }
             "ifndef" => {
                 let name = rest.trim();
-                let v = parent && !CONFIG_SET.contains(&name) && !header.defines.contains_key(name);
+                let v = parent
+                    && !CONFIG_SET.contains(&name)
+                    && !header.defines.contains_key(name)
+                    && !header.macros.contains_key(name);
                 stack.push((v, v, parent));
             }
             "elif" => {
@@ -219,10 +225,11 @@ pub fn preprocess(text: &str) -> Header {
                     .unwrap_or(rest.len());
                 let name = &rest[..name_end];
                 // Function-like macros are not constants.
-                if !rest[name_end..].starts_with('(') {
-                    header
-                        .defines
-                        .insert(name.to_string(), normalize_ws(&rest[name_end..]));
+                let text = normalize_ws(&rest[name_end..]);
+                if rest[name_end..].starts_with('(') {
+                    header.macros.insert(name.to_string(), text);
+                } else {
+                    header.defines.insert(name.to_string(), text);
                 }
             }
             _ => {}
@@ -697,6 +704,17 @@ mod tests {
         assert_eq!(typedefs(&h)["dma_addr_t"], "u64");
         let f = functions(&h);
         assert!(f.contains_key("a") && !f.contains_key("b"), "{f:?}");
+    }
+
+    #[test]
+    fn function_like_macros_are_kept_apart_and_the_first_definition_wins() {
+        let h = preprocess(
+            "#define sg_dma_len(sg)\t((sg)->dma_length)\n#ifndef dma_rmb\n#define dma_rmb() rmb()\n#endif\n\
+             #ifndef dma_rmb\n#define dma_rmb() other()\n#endif\n#define DMA_X 1\n",
+        );
+        assert_eq!(h.macros["sg_dma_len"], "(sg) ((sg)->dma_length)");
+        assert_eq!(h.macros["dma_rmb"], "() rmb()");
+        assert!(!h.defines.contains_key("dma_rmb") && h.defines["DMA_X"] == "1");
     }
 
     #[test]

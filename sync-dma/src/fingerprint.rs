@@ -10,7 +10,7 @@ use crate::{fail, Result};
 /// One line of `dma_local.api`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiItem {
-    /// `function`, `constant`, `enum`, `type`, `layout` or `surface`.
+    /// `function`, `macro` (function-like), `constant`, `enum`, `type`, `layout` or `surface`.
     pub kind: String,
     /// The symbol (for `surface`: the header).
     pub name: String,
@@ -44,7 +44,7 @@ pub fn read_api(path: &Path) -> Result<Vec<ApiItem>> {
                 file: file.to_string(),
                 rust_type: Some(ty.to_string()),
             },
-            [kind @ ("function" | "constant" | "enum" | "type"), name, file] => ApiItem {
+            [kind @ ("function" | "macro" | "constant" | "enum" | "type"), name, file] => ApiItem {
                 kind: kind.to_string(),
                 name: name.to_string(),
                 file: file.to_string(),
@@ -144,6 +144,7 @@ pub fn take(kdir: &Path, api: &[ApiItem]) -> Result<Fingerprint> {
                     let header = &headers[&item.file];
                     match kind {
                         "function" => cheader::functions(header).remove(&item.name),
+                        "macro" => header.macros.get(&item.name).cloned(),
                         "constant" => header
                             .defines
                             .get(&item.name)

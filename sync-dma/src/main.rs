@@ -2,23 +2,25 @@
 //! with the kernel's C DMA API. Run through `scripts/sync-dma.sh`; `sync-dma --help` lists the
 //! commands.
 
+mod changelog;
 mod cheader;
 mod fingerprint;
 mod manifest;
+mod wrapper_api;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use changelog::{Message, UpdateReport, WrapperApi, WrittenCopy};
 use fingerprint::Fingerprint;
 use manifest::{git_blob_id, sha256_hex, CopyRecord, Manifest};
 
+/// The wrapper itself, whose items drivers use.
+const WRAPPER: &str = "src/dma_local.rs";
 /// The files every driver carries byte-identical to `template/`.
-const VENDORED: &[&str] = &[
-    "src/dma_local.rs",
-    "src/dma_local_shim.c",
-    "src/dma_local_shim.h",
-];
+const VENDORED: &[&str] = &[WRAPPER, "src/dma_local_shim.c", "src/dma_local_shim.h"];
 const MANIFEST: &str = "dma_local.manifest";
 const API_LIST: &str = "template/dma_local.api";
 
@@ -60,7 +62,11 @@ const USAGE: &str = "\
 usage: sync-dma [--root DIR] --kdir KDIR COMMAND
   --check [--json]          read-only: report drift of copies and of the C API; exit 0 when clean
   init [--force]            write the manifest from the current copies and KDIR
-  update [--force] [DIR..]  merge the template into every copy (or DIRs), refresh the manifest, log CHANGES.md
+  update [--force] [--message TEXT | --message-file FILE] [DIR..]
+                            merge the template into every copy (or DIRs), refresh the manifest, and
+                            add an entry to CHANGES.md. A template change needs the message: its
+                            first line heads the entry, the rest (after a blank line) says what
+                            changed and what a driver has to do. --message-file - reads stdin
   bench [N]                 time --check over N generated drivers (default 100)
 exit codes: 0 clean, 2 bad input, 3 merge conflict; drift bits: 4 local edit, 8 template ahead,
             16 breaking C API change, 32 additive C API change";
@@ -81,7 +87,38 @@ struct Options {
     kdir: PathBuf,
     force: bool,
     json: bool,
+    /// `update`'s account of the change, for CHANGES.md.
+    message: Option<Message>,
     rest: Vec<String>,
+}
+
+/// Where `update`'s message comes from.
+enum MessageSource {
+    Text(String),
+    File(PathBuf),
+}
+
+impl MessageSource {
+    fn read(&self) -> Result<Message> {
+        let text = match self {
+            MessageSource::Text(text) => text.clone(),
+            MessageSource::File(path) if path.as_os_str() == "-" => {
+                let mut text = String::new();
+                std::io::stdin().read_to_string(&mut text).map_err(|e| {
+                    fail!(exit::BAD_INPUT, "cannot read the message from stdin: {e}")
+                })?;
+                text
+            }
+            MessageSource::File(path) => std::fs::read_to_string(path).map_err(|e| {
+                fail!(
+                    exit::BAD_INPUT,
+                    "cannot read the message file {}: {e}",
+                    path.display()
+                )
+            })?,
+        };
+        Message::parse(&text)
+    }
 }
 
 fn run(args: &[String]) -> Result<i32> {
@@ -90,12 +127,29 @@ fn run(args: &[String]) -> Result<i32> {
     let mut command = None;
     let mut opts_force = false;
     let mut json = false;
+    let mut message_source = None;
     let mut rest = Vec::new();
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--root" => root = it.next().map(PathBuf::from),
             "--kdir" => kdir = it.next().map(PathBuf::from),
+            "--message" | "--message-file" => {
+                if message_source.is_some() {
+                    return Err(fail!(
+                        exit::BAD_INPUT,
+                        "one message only: --message TEXT or --message-file FILE"
+                    ));
+                }
+                let value = it
+                    .next()
+                    .ok_or_else(|| fail!(exit::BAD_INPUT, "{a} needs a value\n{USAGE}"))?;
+                message_source = Some(if a == "--message" {
+                    MessageSource::Text(value.clone())
+                } else {
+                    MessageSource::File(PathBuf::from(value))
+                });
+            }
             "--force" => opts_force = true,
             "--json" => json = true,
             "-h" | "--help" => {
@@ -113,6 +167,13 @@ fn run(args: &[String]) -> Result<i32> {
     let Some(command) = command else {
         return Err(fail!(exit::BAD_INPUT, "no command\n{USAGE}"));
     };
+    if message_source.is_some() && command != "update" {
+        return Err(fail!(
+            exit::BAD_INPUT,
+            "--message and --message-file are for update only"
+        ));
+    }
+    let message = message_source.map(|m| m.read()).transpose()?;
     let root = match root {
         Some(r) => r,
         None => git_toplevel()?,
@@ -124,6 +185,7 @@ fn run(args: &[String]) -> Result<i32> {
         kdir,
         force: opts_force,
         json,
+        message,
         rest,
     };
     match command.as_str() {
@@ -191,6 +253,7 @@ fn kernel_version(kdir: &Path) -> Result<String> {
 }
 
 /// A C API difference between the manifest and a tree.
+#[derive(Debug, Clone)]
 struct ApiChange {
     key: String,
     change: &'static str,
@@ -221,6 +284,9 @@ fn api_changes(old: &Fingerprint, new: &Fingerprint) -> Vec<ApiChange> {
     }
     out
 }
+
+/// How [`CopyState::edited`] says that a copy was never recorded.
+const NOT_IN_MANIFEST: &str = "not in the manifest";
 
 /// How one copy of one file stands.
 struct CopyState {
@@ -255,7 +321,7 @@ fn copy_states(
             let template_blob = git_blob_id(template_now);
             let (edited, behind) = match (record, &current) {
                 (_, None) => (Some("missing"), false),
-                (None, Some(_)) => (Some("not in the manifest"), false),
+                (None, Some(_)) => (Some(NOT_IN_MANIFEST), false),
                 (Some(r), Some(c)) => {
                     let behind = r.template_blob != template_blob;
                     let edited = if sha256_hex(c) != r.sha256 {
@@ -375,10 +441,14 @@ fn check(opts: &Options) -> Result<i32> {
     }
 
     for file in &template_moved {
-        println!("template/{file}: changed since the manifest was written (run scripts/sync-dma.sh update)");
+        println!("template/{file}: changed since the manifest was written (run scripts/sync-dma.sh update --message TEXT, saying what changed and what a driver has to do)");
     }
     for c in copies.iter().filter(|c| c.edited.is_some() || c.behind) {
         let what = match (c.edited, c.behind) {
+            (Some(NOT_IN_MANIFEST), _) => format!(
+                "{NOT_IN_MANIFEST}; record it with: scripts/sync-dma.sh update {}",
+                c.dir
+            ),
             (Some(e), true) => format!("{e}, and the template moved ahead of it"),
             (Some(e), false) => e.to_string(),
             (None, _) => "the template moved ahead of it".to_string(),
@@ -509,7 +579,8 @@ fn init(opts: &Options) -> Result<i32> {
 /// What update does to one file.
 enum Action {
     Keep,
-    Write(Vec<u8>, &'static str),
+    /// Write the content; `true` when it merges the template into local edits.
+    Write(Vec<u8>, bool),
     Conflict(Vec<u8>),
 }
 
@@ -537,12 +608,43 @@ fn update(opts: &Options) -> Result<i32> {
         s
     };
 
+    // A change of the wrapper needs a person's account of it in CHANGES.md.
+    let template_changed: Vec<&str> = VENDORED
+        .iter()
+        .copied()
+        .filter(|file| old.template.get(*file) != Some(&git_blob_id(&template[*file])))
+        .collect();
+    let wrapper_api = template_changed
+        .contains(&WRAPPER)
+        .then(|| wrapper_api_change(&opts.root, &old, &template[WRAPPER]));
+    if !template_changed.is_empty() && opts.message.is_none() {
+        let computed: String = wrapper_api
+            .iter()
+            .flat_map(WrapperApi::describe)
+            .map(|line| format!("\n  - {line}"))
+            .collect();
+        return Err(fail!(
+            exit::BAD_INPUT,
+            "the template changed since the manifest was written ({}), so CHANGES.md needs a message \
+             saying what changed and what a driver has to do: pass --message TEXT or --message-file \
+             FILE (its first line heads the entry; a blank line, then the details). Nothing was \
+             written.{}",
+            template_changed.join(", "),
+            if computed.is_empty() {
+                String::new()
+            } else {
+                format!("\nThe entry will also list the wrapper's API difference:{computed}")
+            }
+        ));
+    }
+
     let mut plan: Vec<(String, String, Action)> = Vec::new();
     for dir in &selected {
         for file in VENDORED {
             let path = opts.root.join(dir).join(file);
             let ours = read_file(&path)?;
             let theirs = &template[*file];
+            // An unrecorded copy has no merge base: it is recorded as it is.
             let base = match old.copies.get(&(dir.clone(), file.to_string())) {
                 Some(r) => git(&opts.root, &["cat-file", "blob", &r.template_blob]).map_err(|_| {
                     fail!(exit::BAD_INPUT, "{dir}/{file}: its template revision {} is not in git's history, so there is no merge base", r.template_blob)
@@ -552,7 +654,7 @@ fn update(opts: &Options) -> Result<i32> {
             let action = if &ours == theirs || theirs == &base {
                 Action::Keep
             } else if ours == base {
-                Action::Write(theirs.clone(), "updated")
+                Action::Write(theirs.clone(), false)
             } else {
                 merge(&opts.root, dir, file, &ours, &base, theirs)?
             };
@@ -574,56 +676,96 @@ fn update(opts: &Options) -> Result<i32> {
         }
     }
 
-    let mut touched = Vec::new();
+    let mut written = Vec::new();
     let mut conflicts = Vec::new();
     for (dir, file, action) in &plan {
         let path = opts.root.join(dir).join(file);
-        let (content, what) = match action {
+        let content = match action {
             Action::Keep => continue,
-            Action::Write(c, what) => (c, *what),
-            Action::Conflict(c) => {
+            Action::Write(content, kept_local_edits) => {
+                written.push(WrittenCopy {
+                    dir: dir.clone(),
+                    file: file.clone(),
+                    kept_local_edits: *kept_local_edits,
+                });
+                content
+            }
+            Action::Conflict(content) => {
                 conflicts.push(format!("{dir}/{file}"));
-                (c, "conflict")
+                content
             }
         };
         std::fs::write(&path, content)
             .map_err(|e| fail!(exit::BAD_INPUT, "cannot write {}: {e}", path.display()))?;
-        touched.push(format!("{dir}/{file} ({what})"));
     }
     if !conflicts.is_empty() {
-        for t in &touched {
-            println!("{t}");
+        for w in &written {
+            println!("{w}");
+        }
+        for c in &conflicts {
+            println!("{c} (conflict)");
         }
         return Err(fail!(
             exit::CONFLICT,
-            "merge conflicts in {}: resolve the <<<<<<< markers (your edits and the template's are both there), then run update again",
+            "merge conflicts in {}: resolve the <<<<<<< markers (your edits and the template's are both there), then run update again (with the same message)",
             conflicts.join(", ")
         ));
     }
 
-    let new = fresh_manifest(opts, &template, &all)?;
-    let mut new = new;
-    // Copies not selected keep their records.
+    let mut new = fresh_manifest(opts, &template, &selected)?;
+    // Copies not selected keep their records; unrecorded ones stay unrecorded.
     for (key, record) in &old.copies {
         if !selected.contains(&key.0) {
             new.copies.insert(key.clone(), record.clone());
         }
     }
-    store_blobs(&opts.root)?;
     let changes = api_changes(&old.symbols, &new.symbols);
+    let report = UpdateReport::new(&old, &new, &template, &written, wrapper_api, changes);
+    store_blobs(&opts.root)?;
     std::fs::write(opts.root.join(MANIFEST), new.render())
         .map_err(|e| fail!(exit::BAD_INPUT, "cannot write the manifest: {e}"))?;
-    log_changes(opts, &old, &new, &template, &touched, &changes)?;
-    for t in &touched {
-        println!("{t}");
+    if report.is_empty() {
+        println!(
+            "nothing changed since the manifest was written: {} left as it is{}",
+            changelog::FILE,
+            if opts.message.is_some() {
+                " (the message is not used)"
+            } else {
+                ""
+            }
+        );
+    } else {
+        let entry = report.entry(&changelog::today_utc(), opts.message.as_ref());
+        changelog::append(&opts.root, &entry)?;
     }
+    for w in &written {
+        println!("{w}");
+    }
+    let recorded_dirs: BTreeSet<&String> = new.copies.keys().map(|(dir, _)| dir).collect();
     println!(
         "manifest refreshed: {} copies, {} C symbols, {}",
-        all.len(),
+        recorded_dirs.len(),
         new.symbols.len(),
         new.kernel
     );
     Ok(0)
+}
+
+/// How the wrapper's items changed from the template revision the manifest records to `current`.
+/// The old text comes from git's object database, where `init` and `update` store every revision
+/// they record.
+fn wrapper_api_change(root: &Path, old: &Manifest, current: &[u8]) -> WrapperApi {
+    let previous = old
+        .template
+        .get(WRAPPER)
+        .and_then(|blob| git(root, &["cat-file", "blob", blob]).ok());
+    match previous {
+        Some(previous) => WrapperApi::Known(wrapper_api::diff(
+            &wrapper_api::items(&String::from_utf8_lossy(&previous)),
+            &wrapper_api::items(&String::from_utf8_lossy(current)),
+        )),
+        None => WrapperApi::Unknown,
+    }
 }
 
 fn merge(
@@ -662,7 +804,7 @@ fn merge(
     let _ = std::fs::remove_dir_all(&tmp);
     let out = out?;
     match out.status.code() {
-        Some(0) => Ok(Action::Write(out.stdout, "merged, local edits kept")),
+        Some(0) => Ok(Action::Write(out.stdout, true)),
         Some(n) if n > 0 => Ok(Action::Conflict(out.stdout)),
         _ => Err(fail!(
             exit::BAD_INPUT,
@@ -670,70 +812,6 @@ fn merge(
             String::from_utf8_lossy(&out.stderr)
         )),
     }
-}
-
-fn log_changes(
-    opts: &Options,
-    old: &Manifest,
-    new: &Manifest,
-    template: &BTreeMap<String, Vec<u8>>,
-    touched: &[String],
-    changes: &[ApiChange],
-) -> Result<()> {
-    let date = String::from_utf8_lossy(
-        &Command::new("date")
-            .arg("+%Y-%m-%d")
-            .output()
-            .map(|o| o.stdout)
-            .unwrap_or_default(),
-    )
-    .trim()
-    .to_string();
-    let mut entry = format!("\n## {date}: dma_local update\n\n");
-    for file in VENDORED {
-        let (was, now) = (old.template.get(*file), new.template.get(*file));
-        if was != now {
-            let lines = String::from_utf8_lossy(&template[*file]).lines().count();
-            entry.push_str(&format!(
-                "- template/{file}: {} -> {} ({lines} lines)\n",
-                was.map_or("none", |b| &b[..12.min(b.len())]),
-                now.map_or("none", |b| &b[..12.min(b.len())])
-            ));
-        }
-    }
-    let old_dirs: BTreeSet<&String> = old.copies.keys().map(|(d, _)| d).collect();
-    let new_dirs: BTreeSet<&String> = new.copies.keys().map(|(d, _)| d).collect();
-    for added in new_dirs.difference(&old_dirs) {
-        entry.push_str(&format!("- copy recorded: {added}\n"));
-    }
-    if touched.is_empty() {
-        entry.push_str("- drivers touched: none\n");
-    } else {
-        entry.push_str("- drivers touched:\n");
-        for t in touched {
-            entry.push_str(&format!("  - {t}\n"));
-        }
-    }
-    if old.kernel != new.kernel {
-        entry.push_str(&format!(
-            "- C API fingerprint: {} -> {}\n",
-            old.kernel, new.kernel
-        ));
-    }
-    for c in changes {
-        entry.push_str(&format!(
-            "  - {} {} {}\n",
-            if c.breaking { "breaking:" } else { "additive:" },
-            c.key,
-            c.change
-        ));
-    }
-    let path = opts.root.join("CHANGES.md");
-    let mut text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|_| "# Changes to dma_local and its copies\n".into());
-    text.push_str(&entry);
-    std::fs::write(&path, text)
-        .map_err(|e| fail!(exit::BAD_INPUT, "cannot write {}: {e}", path.display()))
 }
 
 /// Times `--check` over `N` generated drivers in a scratch repository.

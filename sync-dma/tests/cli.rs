@@ -124,6 +124,34 @@ impl Scratch {
         )
     }
 
+    /// Runs sync-dma with `input` on its stdin; returns (exit code, stdout, stderr).
+    fn run_with_input(&self, kdir: &Path, args: &[&str], input: &str) -> (i32, String, String) {
+        use std::io::Write;
+        let mut child = Command::new(env!("CARGO_BIN_EXE_sync-dma"))
+            .arg("--root")
+            .arg(&self.dir)
+            .arg("--kdir")
+            .arg(kdir)
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
     fn init(&self, kdir: &Path) {
         let (code, out, err) = self.run(kdir, &["init"]);
         assert_eq!(code, 0, "init: {out}{err}");
@@ -403,8 +431,293 @@ fn copies_edited_by_hand_or_behind_the_template_are_reported() {
     let (code, out, _) = s.run(&k73(), &["--check"]);
     assert_eq!(code & 4, 4, "{out}");
     assert!(
-        out.contains("copy drivers/gamma/src/dma_local.rs: not in the manifest"),
+        out.contains("copy drivers/gamma/src/dma_local.rs: not in the manifest; record it with: scripts/sync-dma.sh update drivers/gamma"),
         "{out}"
+    );
+}
+
+/// Today's date in UTC as `date` prints it, before and after a run, for a run that crosses
+/// midnight.
+fn utc_dates(run: impl FnOnce()) -> [String; 2] {
+    let date = || {
+        let out = Command::new("date")
+            .args(["-u", "+%Y-%m-%d"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let before = date();
+    run();
+    [before, date()]
+}
+
+/// The last entry of a changelog, from its `## ` line on.
+fn last_entry(changes: &str) -> &str {
+    let start = changes.rfind("\n## ").expect("an entry") + 1;
+    &changes[start..]
+}
+
+#[test]
+fn a_new_driver_is_reported_with_the_command_that_records_it() {
+    let s = Scratch::new("record");
+    s.init(&k73());
+    for driver in ["drivers/gamma", "drivers/delta"] {
+        for file in VENDORED {
+            let to = s.path(&format!("{driver}/{file}"));
+            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+            std::fs::copy(s.path(&format!("template/{file}")), to).unwrap();
+        }
+    }
+    s.commit("two new drivers, generated from the template");
+
+    let (code, out, _) = s.run(&k73(), &["--check"]);
+    assert_eq!(code, 4, "{out}");
+    for driver in ["drivers/gamma", "drivers/delta"] {
+        for file in VENDORED {
+            let line = format!("copy {driver}/{file}: not in the manifest; record it with: scripts/sync-dma.sh update {driver}");
+            assert!(out.lines().any(|l| l == line), "{line}\n{out}");
+        }
+    }
+
+    // Recording a copy identical to the template needs no message, and touches no copy.
+    let before = s.snapshot();
+    let (code, out, err) = s.run(&k73(), &["update", "drivers/gamma"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let after = s.snapshot();
+    let changed: Vec<&String> = after
+        .keys()
+        .filter(|f| before.get(*f) != after.get(*f))
+        .collect();
+    assert_eq!(changed, ["CHANGES.md", "dma_local.manifest"]);
+    let changes = s.read("CHANGES.md");
+    let entry = last_entry(&changes);
+    let heading = entry.lines().next().unwrap();
+    assert!(
+        heading.ends_with(": Recorded the copy in drivers/gamma."),
+        "{entry}"
+    );
+    assert!(
+        entry.contains("\n- Copy recorded: drivers/gamma (identical to the template).\n"),
+        "{entry}"
+    );
+    assert!(!entry.contains("delta"), "delta was not selected:\n{entry}");
+
+    // gamma is recorded and in step; delta, not selected, is still unrecorded.
+    let (code, out, _) = s.run(&k73(), &["--check"]);
+    assert_eq!(code, 4, "{out}");
+    assert!(!out.contains("gamma"), "{out}");
+    assert!(
+        out.contains("copy drivers/delta/src/dma_local.rs: not in the manifest"),
+        "{out}"
+    );
+
+    // Nothing left to do: no entry.
+    s.commit("gamma recorded");
+    let (code, out, err) = s.run(&k73(), &["update", "drivers/gamma"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("CHANGES.md left as it is"), "{out}");
+    assert_eq!(s.read("CHANGES.md"), changes);
+}
+
+#[test]
+fn update_without_a_message_refuses_when_the_template_changed() {
+    let s = Scratch::new("nomessage");
+    s.init(&k73());
+    let wrapper = "template/src/dma_local.rs";
+    s.write(
+        wrapper,
+        &format!(
+            "{}\n/// New.\npub(crate) fn added_for_the_test() {{}}\n",
+            s.read(wrapper)
+        ),
+    );
+    s.commit("template change");
+    let before = s.snapshot();
+    for args in [
+        &["update"][..],
+        &["update", "--force"][..],
+        &["update", "drivers/alpha"][..],
+    ] {
+        let (code, out, err) = s.run(&k73(), args);
+        assert_eq!(code, 2, "{args:?}: {out}{err}");
+        assert!(
+            err.contains("the template changed since the manifest was written (src/dma_local.rs)")
+                && err.contains("--message TEXT or --message-file FILE")
+                && err.contains("Nothing was written"),
+            "{err}"
+        );
+        assert!(err.contains("API added: `added_for_the_test`"), "{err}");
+        assert_eq!(s.snapshot(), before, "{args:?}: nothing written");
+    }
+    let message_file = s.path("no-such-message");
+    let cases: [(&[&str], &str); 4] = [
+        (&["update", "--message", " \n"], "the message is empty"),
+        (
+            &["update", "--message-file", message_file.to_str().unwrap()],
+            "cannot read the message file",
+        ),
+        (
+            &["update", "--message", "a", "--message", "b"],
+            "one message only",
+        ),
+        (&["--check", "--message", "a"], "for update only"),
+    ];
+    for (args, expected) in cases {
+        let (code, _, err) = s.run(&k73(), args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(expected), "{args:?}: {err}");
+        assert_eq!(s.snapshot(), before, "{args:?}: nothing written");
+    }
+}
+
+/// Items appended to the template for a test, so that it does not depend on the template's own.
+const PROBE_BEFORE: &str = "
+/// Test only.
+pub(crate) struct SyncDmaProbe(u32);
+
+impl SyncDmaProbe {
+    /// Test only.
+    pub(crate) fn stays(&self) -> u32 {
+        self.0
+    }
+
+    /// Test only.
+    pub(crate) fn goes_away(&self) {}
+}
+
+/// Test only.
+pub(crate) fn sync_dma_probe_reset(probe: &mut SyncDmaProbe) {
+    probe.0 = 0;
+}
+";
+
+/// [`PROBE_BEFORE`] with a method added, one removed, and a function made unsafe.
+const PROBE_AFTER: &str = "
+/// Test only.
+pub(crate) struct SyncDmaProbe(u32);
+
+impl SyncDmaProbe {
+    /// Test only.
+    pub(crate) fn stays(&self) -> u32 {
+        self.0
+    }
+
+    /// Test only.
+    ///
+    /// # Safety
+    ///
+    /// None really.
+    pub(crate) unsafe fn arrives(&self, index: usize) -> u32 {
+        self.0 + index as u32
+    }
+}
+
+/// Test only.
+///
+/// # Safety
+///
+/// None really.
+pub(crate) unsafe fn sync_dma_probe_reset(probe: &mut SyncDmaProbe) {
+    probe.0 = 0;
+}
+";
+
+#[test]
+fn the_entry_has_the_message_and_the_wrappers_api_difference() {
+    let s = Scratch::new("entry");
+    let wrapper = "src/dma_local.rs";
+    let template = s.read(&format!("template/{wrapper}"));
+    for target in ["template", "drivers/alpha", "drivers/beta"] {
+        s.write(
+            &format!("{target}/{wrapper}"),
+            &format!("{template}{PROBE_BEFORE}"),
+        );
+    }
+    s.commit("the probe");
+    s.init(&k73());
+    s.write(
+        &format!("template/{wrapper}"),
+        &format!("{template}{PROBE_AFTER}"),
+    );
+    s.commit("the probe changes");
+
+    let message = "SyncDmaProbe::arrives; sync_dma_probe_reset is unsafe\n\n\
+                   The probe gained `arrives` and lost `goes_away`. Drivers that reset a probe \
+                   now do it in an `unsafe` block.\n";
+    let mut result = (0, String::new(), String::new());
+    let dates = utc_dates(|| {
+        result = s.run_with_input(&k73(), &["update", "--message-file", "-"], message);
+    });
+    let (code, out, err) = result;
+    assert_eq!(code, 0, "{out}{err}");
+    let changes = s.read("CHANGES.md");
+    assert!(changes.starts_with("# Changes to dma_local and its copies\n\n## "));
+    let entry = last_entry(&changes);
+    println!("{entry}");
+
+    // `## YYYY-MM-DD: ` with today's date in UTC.
+    let date = &entry[3..13];
+    assert!(
+        date.chars().enumerate().all(|(i, c)| if i == 4 || i == 7 {
+            c == '-'
+        } else {
+            c.is_ascii_digit()
+        }),
+        "{entry}"
+    );
+    assert!(
+        dates.iter().any(|d| d == date),
+        "{date} is not one of {dates:?}"
+    );
+    assert!(
+        entry.starts_with(&format!(
+            "## {date}: SyncDmaProbe::arrives; sync_dma_probe_reset is unsafe\n\n\
+             The probe gained `arrives` and lost `goes_away`. Drivers that reset a probe now do it \
+             in an `unsafe` block.\n\n- "
+        )),
+        "{entry}"
+    );
+    for line in [
+        "- Template files changed: `src/dma_local.rs`.",
+        "- API added: `SyncDmaProbe::arrives` (unsafe).",
+        "- API removed: `SyncDmaProbe::goes_away`.",
+        "- Now unsafe: `sync_dma_probe_reset` (a call needs an `unsafe` block that meets the safety requirements).",
+        "- For drivers: a driver that uses `SyncDmaProbe::goes_away`, `sync_dma_probe_reset` must adapt to the change; other drivers need no change.",
+        "- Copies updated to the template: drivers/alpha, drivers/beta.",
+    ] {
+        assert!(entry.lines().any(|l| l == line), "no '{line}' in:\n{entry}");
+    }
+    assert!(
+        !entry.contains("stays"),
+        "unchanged items are not listed:\n{entry}"
+    );
+    assert!(!entry.contains("Signature changed"), "{entry}");
+}
+
+#[test]
+fn an_unknown_previous_template_is_said_so() {
+    let s = Scratch::new("unknown");
+    // No copies, so that no merge needs the lost revision.
+    std::fs::remove_dir_all(s.path("drivers")).unwrap();
+    s.commit("no drivers");
+    let wrapper = "template/src/dma_local.rs";
+    let original = s.read(wrapper);
+    s.write(wrapper, &format!("{original}// never committed\n"));
+    let (code, out, err) = s.run(&k73(), &["init"]);
+    assert_eq!(code, 0, "{out}{err}");
+    // init stored the revision in git's object database: lose it.
+    let blob = s.git(&["hash-object", wrapper]);
+    let blob = blob.trim();
+    std::fs::remove_file(s.path(&format!(".git/objects/{}/{}", &blob[..2], &blob[2..]))).unwrap();
+    s.write(wrapper, &format!("{original}// committed\n"));
+    s.commit("manifest of a lost revision, and a newer template");
+
+    let (code, out, err) = s.run(&k73(), &["update", "--message", "Comment at the end"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let entry = last_entry(&s.read("CHANGES.md")).to_string();
+    assert!(
+        entry.contains("\n- API difference unknown: the previous template is not in this repository's history.\n"),
+        "{entry}"
     );
 }
 
@@ -432,7 +745,14 @@ fn update_merges_the_template_into_an_edited_copy_and_logs_it() {
     s.init(&k73());
     let (new_template, _) = template_change_and_local_edit(&s);
 
-    let (code, out, err) = s.run(&k73(), &["update"]);
+    let (code, out, err) = s.run(
+        &k73(),
+        &[
+            "update",
+            "--message",
+            "The wrapper's first line says \"own\"",
+        ],
+    );
     assert_eq!(code, 0, "{out}{err}");
     let alpha = s.read("drivers/alpha/src/dma_local.rs");
     assert!(
@@ -458,19 +778,15 @@ fn update_merges_the_template_into_an_edited_copy_and_logs_it() {
     );
 
     let changes = s.read("CHANGES.md");
-    assert!(changes.contains(": dma_local update"), "{changes}");
-    assert!(
-        changes.contains("- template/src/dma_local.rs: "),
-        "{changes}"
-    );
-    assert!(
-        changes.contains("drivers/alpha/src/dma_local.rs (merged, local edits kept)"),
-        "{changes}"
-    );
-    assert!(
-        changes.contains("drivers/beta/src/dma_local.rs (updated)"),
-        "{changes}"
-    );
+    let entry = last_entry(&changes);
+    for expected in [
+        ": The wrapper's first line says \"own\"\n\n- Template files changed: `src/dma_local.rs`.\n",
+        "\n- Wrapper API unchanged: no `pub(crate)` item was added, removed or changed; drivers need no change.\n",
+        "\n- Copies updated to the template: drivers/alpha, drivers/beta.\n",
+        "\n- Local edits kept, with the template's change merged into them: drivers/alpha (src/dma_local.rs).\n",
+    ] {
+        assert!(entry.contains(expected), "no '{expected}' in:\n{entry}");
+    }
 
     // The manifest now records the synced state: only alpha's deliberate edit still shows.
     s.commit("update");
@@ -501,7 +817,7 @@ fn a_conflicting_edit_stops_with_markers_and_loses_nothing() {
     );
     s.commit("both edit the same line");
 
-    let (code, out, err) = s.run(&k73(), &["update"]);
+    let (code, out, err) = s.run(&k73(), &["update", "--message", "Template wording"]);
     assert_eq!(code, 3, "{out}{err}");
     assert!(
         err.contains("merge conflicts in drivers/alpha/src/dma_local.rs"),
@@ -540,7 +856,7 @@ fn update_refuses_to_overwrite_uncommitted_changes_unless_forced() {
     let beta = "drivers/beta/src/dma_local_shim.c";
     s.write(beta, &format!("/* uncommitted */\n{}", s.read(beta)));
     let before = s.snapshot();
-    let (code, _, err) = s.run(&k73(), &["update"]);
+    let (code, _, err) = s.run(&k73(), &["update", "--message", "A shim comment"]);
     assert_eq!(code, 2, "{err}");
     assert!(
         err.contains(
@@ -549,7 +865,10 @@ fn update_refuses_to_overwrite_uncommitted_changes_unless_forced() {
         "{err}"
     );
     assert_eq!(s.snapshot(), before, "nothing written");
-    let (code, out, err) = s.run(&k73(), &["update", "--force"]);
+    let (code, out, err) = s.run(
+        &k73(),
+        &["update", "--force", "--message", "A shim comment"],
+    );
     assert_eq!(code, 0, "{out}{err}");
     let merged = s.read(beta);
     assert!(
