@@ -5,16 +5,23 @@
 //!
 //! Every driver of the project carries a byte-identical copy of this file; it is edited only in
 //! `template/src/dma_local.rs` and propagated with `scripts/sync-dma.sh`. It depends on nothing but
-//! the kernel crate (its `bindings`, device, PCI and devres types) and the one-line C wrappers in
-//! `dma_local_shim.c`; every C symbol and layout assumption it relies on is listed in
-//! `dma_local.api`. The PCI part exists only in kernels with `CONFIG_PCI`.
+//! the kernel crate (its `bindings`, device, page, PCI and devres types) and the one-line C
+//! wrappers in `dma_local_shim.c`; every C symbol and layout assumption it relies on is listed in
+//! `dma_local.api`. The PCI part exists only in kernels with `CONFIG_PCI`. The crate that includes
+//! it declares it at its root, as `mod dma_local;`: the field macros name it by that path.
 //!
-//! - [`Coherent`]: a typed coherent allocation with checked sizes and bounds and volatile access.
-//! - [`Streaming`]: a buffer mapped for streaming DMA in one [`Direction`], with syncs; [`Mapping`]
-//!   for memory owned elsewhere (socket buffers, a block request's pages).
-//! - [`Pool`]: small coherent blocks from a `dma_pool` (descriptor lists).
-//! - [`set_mask`], [`set_coherent_mask`], [`set_mask_and_coherent`]; [`set_min_align_mask`] and
-//!   [`max_mapping_size`], the limits a bounce buffer (swiotlb) puts on streaming mappings.
+//! - [`Coherent`]: a typed coherent allocation with checked sizes and bounds and volatile access;
+//!   [`Pool`] for small coherent blocks (descriptor lists).
+//! - [`Streaming`]: a buffer mapped for streaming DMA in a direction fixed by its type;
+//!   [`NonCoherent`], memory allocated for the device that needs syncs as streaming mappings do;
+//!   [`SgTable`], pages the device reaches through a scatter-gather list. The CPU reaches any of
+//!   them only through a [`CpuView`], whose making states that the device is done.
+//! - [`Mapping`]: a streaming mapping of memory owned elsewhere (socket buffers, a block request's
+//!   pages).
+//! - Probe-time set-up: [`set_mask`], [`set_coherent_mask`], [`set_mask_and_coherent`],
+//!   [`set_min_align_mask`], [`set_max_seg_size`], [`set_seg_boundary`] (all `unsafe`: see
+//!   [`set_mask`]); the limits [`max_mapping_size`], [`opt_mapping_size`], [`max_seg_size`].
+//! - Ordering with the device: [`dma_rmb`], [`dma_wmb`], [`wmb`], [`mb`].
 //! - [`enable_bus_master`]: a PCI device is a bus master from probe, and no longer one once its
 //!   driver has unbound.
 //!
@@ -22,12 +29,19 @@
 //! crate hands a driver that reference only for as long as the device is bound, so no DMA API call
 //! can follow the unbind: the objects are dropped, and their memory released, before the device's
 //! `remove` completes.
+//!
+//! What no type here can know is when the device is done with memory: a driver stops the device
+//! (or sees the transfer complete) before it frees, unmaps or reads what the device used. Freeing
+//! coherent memory ([`Coherent`], [`Pool`], [`NonCoherent`]) may unmap it from the kernel's address
+//! space, so their owners are dropped in process context, with interrupts enabled; the C API warns
+//! otherwise.
 
 // A driver uses only part of its copy; the copies must stay identical all the same.
 #![allow(dead_code)]
 
 use core::marker::PhantomData;
-use core::mem::{size_of, ManuallyDrop};
+use core::mem::size_of;
+use core::ops::{Deref, DerefMut};
 use core::ptr::NonNull;
 
 use kernel::bindings;
@@ -38,6 +52,7 @@ use kernel::device::{Bound, Device};
 use kernel::devres;
 use kernel::error::to_result;
 use kernel::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
+use kernel::page::{Page, PAGE_SIZE};
 #[cfg(CONFIG_PCI)]
 use kernel::pci;
 use kernel::prelude::*;
@@ -49,7 +64,7 @@ use kernel::transmute::{AsBytes, FromBytes};
 /// A bus address as the device sees it (`dma_addr_t`).
 pub(crate) type DmaAddress = bindings::dma_addr_t;
 
-// One-line C wrappers of static inline functions (`dma_local_shim.c`).
+// One-line C wrappers of static inline functions and macros (`dma_local_shim.c`).
 extern "C" {
     fn dma_local_mapping_error(dev: *mut c_void, addr: DmaAddress) -> c_int;
     fn dma_local_map_single(
@@ -66,19 +81,58 @@ extern "C" {
         dir: bindings::dma_data_direction,
         attrs: c_ulong,
     );
-    fn dma_local_sync_single_for_cpu(
+    fn dma_local_sync_single_range_for_cpu(
         dev: *mut c_void,
         addr: DmaAddress,
+        offset: usize,
         size: usize,
         dir: bindings::dma_data_direction,
     );
-    fn dma_local_sync_single_for_device(
+    fn dma_local_sync_single_range_for_device(
         dev: *mut c_void,
         addr: DmaAddress,
+        offset: usize,
         size: usize,
         dir: bindings::dma_data_direction,
     );
+    fn dma_local_need_sync(dev: *mut c_void, addr: DmaAddress) -> bool;
     fn dma_local_set_min_align_mask(dev: *mut c_void, mask: c_uint);
+    fn dma_local_set_max_seg_size(dev: *mut c_void, size: c_uint);
+    fn dma_local_get_max_seg_size(dev: *mut c_void) -> c_uint;
+    fn dma_local_set_seg_boundary(dev: *mut c_void, mask: c_ulong);
+    fn dma_local_alloc_noncoherent(
+        dev: *mut c_void,
+        size: usize,
+        handle: *mut DmaAddress,
+        dir: bindings::dma_data_direction,
+        gfp: bindings::gfp_t,
+    ) -> *mut c_void;
+    fn dma_local_free_noncoherent(
+        dev: *mut c_void,
+        size: usize,
+        cpu: *mut c_void,
+        handle: DmaAddress,
+        dir: bindings::dma_data_direction,
+    );
+    fn dma_local_unmap_sgtable(
+        dev: *mut c_void,
+        table: *mut bindings::sg_table,
+        dir: bindings::dma_data_direction,
+        attrs: c_ulong,
+    );
+    fn dma_local_sync_sgtable_for_cpu(
+        dev: *mut c_void,
+        table: *mut bindings::sg_table,
+        dir: bindings::dma_data_direction,
+    );
+    fn dma_local_sync_sgtable_for_device(
+        dev: *mut c_void,
+        table: *mut bindings::sg_table,
+        dir: bindings::dma_data_direction,
+    );
+    fn dma_local_sg_next(sg: *mut bindings::scatterlist) -> *mut bindings::scatterlist;
+    fn dma_local_sg_dma_address(sg: *mut bindings::scatterlist) -> DmaAddress;
+    fn dma_local_sg_dma_len(sg: *mut bindings::scatterlist) -> c_uint;
     fn dma_local_pool_create(
         name: *const c_char,
         dev: *mut c_void,
@@ -86,6 +140,10 @@ extern "C" {
         align: usize,
         boundary: usize,
     ) -> *mut bindings::dma_pool;
+    fn dma_local_dma_rmb();
+    fn dma_local_dma_wmb();
+    fn dma_local_wmb();
+    fn dma_local_mb();
 }
 
 /// The C `struct device` behind the kernel crate's `Device`.
@@ -225,43 +283,150 @@ impl Mask {
 }
 
 /// Sets the mask of streaming mappings (`dma_set_mask`).
-pub(crate) fn set_mask(dev: &Device<Bound>, mask: Mask) -> Result {
-    // SAFETY: `raw_device` gives a valid `struct device` that is bound for the duration of the
-    // call.
+///
+/// # Safety
+///
+/// The device has no streaming mapping, coherent allocation or pool, and none is made until this
+/// returns: call it in probe, before anything else of this module. The DMA layer reads the masks
+/// and the other parameters set by the `set_*` functions when it maps and again when it unmaps;
+/// swiotlb, for one, finds a bounce slot's offset again from the current `min_align_mask` at
+/// unmap, so a change in between corrupts its accounting.
+pub(crate) unsafe fn set_mask(dev: &Device<Bound>, mask: Mask) -> Result {
+    // SAFETY: `raw_device` gives a valid `struct device`, bound for the duration of the call; no
+    // mapping exists or is made meanwhile (safety requirement).
     to_result(unsafe { bindings::dma_set_mask(raw_device(dev), mask.value()) })
 }
 
 /// Sets the mask of coherent allocations (`dma_set_coherent_mask`).
-pub(crate) fn set_coherent_mask(dev: &Device<Bound>, mask: Mask) -> Result {
+///
+/// # Safety
+///
+/// As for [`set_mask`].
+pub(crate) unsafe fn set_coherent_mask(dev: &Device<Bound>, mask: Mask) -> Result {
     // SAFETY: As in `set_mask`.
     to_result(unsafe { bindings::dma_set_coherent_mask(raw_device(dev), mask.value()) })
 }
 
 /// Sets both masks (`dma_set_mask_and_coherent`).
-pub(crate) fn set_mask_and_coherent(dev: &Device<Bound>, mask: Mask) -> Result {
+///
+/// # Safety
+///
+/// As for [`set_mask`].
+pub(crate) unsafe fn set_mask_and_coherent(dev: &Device<Bound>, mask: Mask) -> Result {
     // SAFETY: As in `set_mask`.
     to_result(unsafe { bindings::dma_set_mask_and_coherent(raw_device(dev), mask.value()) })
 }
 
-/// Keeps the low `mask` bits of a streaming mapping's address equal to the CPU address's when it
-/// goes through a bounce buffer (`dma_set_min_align_mask`): for a device that reads an offset into
-/// its pages, as NVMe PRPs do. `EINVAL` when the device has no DMA parameters to hold it.
-pub(crate) fn set_min_align_mask(dev: &Device<Bound>, mask: u32) -> Result {
+/// The device's DMA parameters, which the PCI core gives every PCI device; `EINVAL` without them
+/// (the C setters would only warn).
+fn dma_parms(dev: &Device<Bound>) -> Result<*mut bindings::device> {
     let raw = raw_device(dev);
     // SAFETY: `raw_device` gives a valid `struct device`, bound for the duration of the call.
     if unsafe { (*raw).dma_parms }.is_null() {
         return Err(EINVAL);
     }
-    // SAFETY: As above; the device has DMA parameters, so the call does not warn.
+    Ok(raw)
+}
+
+/// Keeps the low `mask` bits of a streaming mapping's address equal to the CPU address's when it
+/// goes through a bounce buffer (`dma_set_min_align_mask`): for a device that reads an offset into
+/// its pages, as NVMe PRPs do. `EINVAL` when the device has no DMA parameters to hold it.
+///
+/// # Safety
+///
+/// As for [`set_mask`].
+pub(crate) unsafe fn set_min_align_mask(dev: &Device<Bound>, mask: u32) -> Result {
+    let raw = dma_parms(dev)?;
+    // SAFETY: A bound device with DMA parameters, so the call does not warn; nothing is mapped
+    // meanwhile (safety requirement).
     unsafe { dma_local_set_min_align_mask(raw.cast(), mask) };
+    Ok(())
+}
+
+/// The longest segment the device takes in one scatter-gather entry (`dma_set_max_seg_size`).
+/// `EINVAL` for 0, or when the device has no DMA parameters.
+///
+/// # Safety
+///
+/// As for [`set_mask`].
+pub(crate) unsafe fn set_max_seg_size(dev: &Device<Bound>, size: u32) -> Result {
+    if size == 0 {
+        return Err(EINVAL);
+    }
+    let raw = dma_parms(dev)?;
+    // SAFETY: As in `set_min_align_mask`.
+    unsafe { dma_local_set_max_seg_size(raw.cast(), size) };
+    Ok(())
+}
+
+/// The longest segment the device takes in one scatter-gather entry (`dma_get_max_seg_size`):
+/// 64 KiB unless the driver set it.
+pub(crate) fn max_seg_size(dev: &Device<Bound>) -> u32 {
+    // SAFETY: `raw_device` gives a valid bound device.
+    unsafe { dma_local_get_max_seg_size(raw_device(dev).cast()) }
+}
+
+/// No segment of a scatter-gather mapping crosses an address boundary of `mask + 1` bytes
+/// (`dma_set_seg_boundary`). `EINVAL` unless `mask + 1` is a power of two, or when the device has
+/// no DMA parameters.
+///
+/// # Safety
+///
+/// As for [`set_mask`].
+pub(crate) unsafe fn set_seg_boundary(dev: &Device<Bound>, mask: c_ulong) -> Result {
+    if mask & mask.wrapping_add(1) != 0 {
+        return Err(EINVAL);
+    }
+    let raw = dma_parms(dev)?;
+    // SAFETY: As in `set_min_align_mask`.
+    unsafe { dma_local_set_seg_boundary(raw.cast(), mask) };
     Ok(())
 }
 
 /// The largest streaming mapping the device can have (`dma_max_mapping_size`): a bounce buffer
 /// limits it.
 pub(crate) fn max_mapping_size(dev: &Device<Bound>) -> usize {
-    // SAFETY: As in `set_mask`.
+    // SAFETY: `raw_device` gives a valid bound device.
     unsafe { bindings::dma_max_mapping_size(raw_device(dev)) }
+}
+
+/// The largest streaming mapping that costs no more per byte than a smaller one
+/// (`dma_opt_mapping_size`): an IOMMU's cached address range, or [`max_mapping_size`].
+pub(crate) fn opt_mapping_size(dev: &Device<Bound>) -> usize {
+    // SAFETY: `raw_device` gives a valid bound device.
+    unsafe { bindings::dma_opt_mapping_size(raw_device(dev)) }
+}
+
+/// Orders the CPU's earlier reads of memory the device writes (coherent or synced) before its
+/// later ones: read a descriptor's "done" flag, `dma_rmb()`, then the rest of the descriptor.
+#[inline]
+pub(crate) fn dma_rmb() {
+    // SAFETY: A barrier; no preconditions.
+    unsafe { dma_local_dma_rmb() }
+}
+
+/// Orders the CPU's earlier writes to memory the device reads before its later ones: fill a
+/// descriptor, `dma_wmb()`, then hand it over by writing its "owned by the device" flag.
+#[inline]
+pub(crate) fn dma_wmb() {
+    // SAFETY: A barrier; no preconditions.
+    unsafe { dma_local_dma_wmb() }
+}
+
+/// Orders the CPU's earlier writes to memory before its later writes to memory or MMIO (`wmb`):
+/// for a device that learns of new descriptors through a doorbell, or a doorbell value in memory.
+#[inline]
+pub(crate) fn wmb() {
+    // SAFETY: A barrier; no preconditions.
+    unsafe { dma_local_wmb() }
+}
+
+/// Orders every earlier memory access of the CPU before every later one (`mb`), writes before
+/// reads included: for a CPU and a device that each write a value and then read the other's.
+#[inline]
+pub(crate) fn mb() {
+    // SAFETY: A barrier; no preconditions.
+    unsafe { dma_local_mb() }
 }
 
 /// Lets a PCI device master the bus, that is do DMA, while its driver is bound: enables its memory
@@ -304,7 +469,7 @@ impl Drop for DisableAtUnbind {
     }
 }
 
-/// `count` elements of `T` after `offset`, in bytes; `EOVERFLOW` when that does not fit in `usize`.
+/// `count` elements of `T`, in bytes; `EOVERFLOW` when that does not fit in `usize`.
 fn byte_len<T>(count: usize) -> Result<usize> {
     count.checked_mul(size_of::<T>()).ok_or(EOVERFLOW)
 }
@@ -325,6 +490,8 @@ fn check_range(offset: usize, count: usize, len: usize) -> Result {
 /// two CPU writers, or a CPU writer and a CPU reader, cannot race. The one exception,
 /// [`Coherent::write_shared`], is `unsafe`: its caller orders the accesses to the element itself.
 ///
+/// Dropping it frees the memory (`dma_free_attrs`): in process context, with interrupts enabled.
+///
 /// # Invariants
 ///
 /// - `cpu` is the CPU address and `handle` the DMA address of `count * size_of::<T>()` bytes
@@ -344,9 +511,10 @@ pub(crate) struct Coherent<'a, T: AsBytes + FromBytes> {
 // `T`s. `dev` is `Sync`, so sharing it with the other thread is fine.
 unsafe impl<T: AsBytes + FromBytes + Send> Send for Coherent<'_, T> {}
 
-// SAFETY: Through `&Coherent`, safe code only reads the elements (writes need `&mut`), which is as
-// sound as sharing `&T`; `write_shared` also writes through it, moving a `T` to the threads that
-// read it later, hence `Send`, and its caller orders those accesses (its safety requirement).
+// SAFETY: Through `&Coherent`, safe code only reads the elements (writes, the field macro's
+// included, need `&mut`), which is as sound as sharing `&T`; `write_shared` also writes through
+// it, moving a `T` to the threads that read it later, hence `Send`, and its caller orders those
+// accesses (its safety requirement).
 unsafe impl<T: AsBytes + FromBytes + Send + Sync> Sync for Coherent<'_, T> {}
 
 impl<'a, T: AsBytes + FromBytes> Coherent<'a, T> {
@@ -361,8 +529,10 @@ impl<'a, T: AsBytes + FromBytes> Coherent<'a, T> {
 
     /// Allocates `count` elements for `dev` with DMA attributes, zeroed.
     ///
-    /// Fails with `EINVAL` for zero elements or [`Attrs::NO_KERNEL_MAPPING`], with `EOVERFLOW` when
-    /// the size does not fit in `usize`, and with `ENOMEM` when the kernel has no such memory.
+    /// Fails with `EINVAL` for zero elements, for [`Attrs::NO_KERNEL_MAPPING`] (the CPU could not
+    /// reach the memory) and for [`Attrs::CC_SHARED`] (a mapping attribute, which
+    /// `dma_alloc_attrs` refuses); with `EOVERFLOW` when the size does not fit in `usize`; and with
+    /// `ENOMEM` when the kernel has no such memory.
     pub(crate) fn alloc_attrs(
         dev: &'a Device<Bound>,
         count: usize,
@@ -370,7 +540,10 @@ impl<'a, T: AsBytes + FromBytes> Coherent<'a, T> {
         attrs: Attrs,
     ) -> Result<Self> {
         let () = Self::NOT_ZERO_SIZED;
-        if count == 0 || attrs.contains(Attrs::NO_KERNEL_MAPPING) {
+        if count == 0
+            || attrs.contains(Attrs::NO_KERNEL_MAPPING)
+            || attrs.contains(Attrs::CC_SHARED)
+        {
             return Err(EINVAL);
         }
         let size = byte_len::<T>(count)?;
@@ -426,24 +599,33 @@ impl<'a, T: AsBytes + FromBytes> Coherent<'a, T> {
         Ok(self.handle + (index * size_of::<T>()) as DmaAddress)
     }
 
-    /// The CPU address of the first element. It is a raw pointer on purpose: a reference to memory
-    /// that the device writes would be unsound.
-    pub(crate) fn cpu_addr(&self) -> *mut T {
-        self.cpu.as_ptr()
-    }
-
-    /// A pointer to element `index`, bounds-checked; for the field macros [`dma_read!`] and
-    /// [`dma_write!`].
-    #[doc(hidden)]
-    pub(crate) fn element_ptr(&self, index: usize) -> Result<*mut T> {
+    /// A pointer to element `index`, bounds-checked.
+    fn element(&self, index: usize) -> Result<*mut T> {
         check_range(index, 1, self.count)?;
         // SAFETY: `index < count`, so the offset stays within the allocation (type invariant).
         Ok(unsafe { self.cpu.as_ptr().add(index) })
     }
 
+    /// For [`dma_read!`] only: a pointer to element `index` that the macro reads through. An
+    /// associated function the macro names by its path, so that no other type's method of the
+    /// same name can stand in for it.
+    #[doc(hidden)]
+    #[inline]
+    pub(crate) fn __dma_read_ptr(this: &Self, index: usize) -> Result<*const T> {
+        this.element(index).map(|p| p.cast_const())
+    }
+
+    /// For [`dma_write!`] only: as [`Coherent::__dma_read_ptr`], from `&mut`, so that the macro's
+    /// store cannot race another CPU access.
+    #[doc(hidden)]
+    #[inline]
+    pub(crate) fn __dma_write_ptr(this: &mut Self, index: usize) -> Result<*mut T> {
+        this.element(index)
+    }
+
     /// Reads element `index` with a volatile load.
     pub(crate) fn read(&self, index: usize) -> Result<T> {
-        let ptr = self.element_ptr(index)?;
+        let ptr = self.element(index)?;
         // SAFETY: `ptr` is in bounds and aligned (allocations are page-aligned, elements are
         // `T`-sized); any bytes are a valid `T` (`FromBytes`); volatile, because the device may
         // write it.
@@ -452,7 +634,7 @@ impl<'a, T: AsBytes + FromBytes> Coherent<'a, T> {
 
     /// Writes element `index` with a volatile store.
     pub(crate) fn write(&mut self, index: usize, value: T) -> Result {
-        let ptr = self.element_ptr(index)?;
+        let ptr = self.element(index)?;
         // SAFETY: `ptr` is in bounds and aligned; `&mut self` excludes every other CPU access to
         // the allocation; volatile, because the device may read it.
         unsafe { ptr.write_volatile(value) };
@@ -469,7 +651,7 @@ impl<'a, T: AsBytes + FromBytes> Coherent<'a, T> {
     /// after this write (for example, the element is handed over with a release store and an
     /// acquire load): none races with it.
     pub(crate) unsafe fn write_shared(&self, index: usize, value: T) -> Result {
-        let ptr = self.element_ptr(index)?;
+        let ptr = self.element(index)?;
         // SAFETY: `ptr` is in bounds and aligned; no CPU access races with the store (safety
         // requirement); volatile, because the device may read it.
         unsafe { ptr.write_volatile(value) };
@@ -498,49 +680,6 @@ impl<'a, T: AsBytes + FromBytes> Coherent<'a, T> {
         }
         Ok(())
     }
-
-    /// Hands the allocation over to the caller without freeing it; [`Coherent::from_parts`] takes
-    /// it back.
-    pub(crate) fn into_parts(self) -> CoherentParts<T> {
-        let this = ManuallyDrop::new(self);
-        CoherentParts {
-            cpu: this.cpu,
-            handle: this.handle,
-            count: this.count,
-            attrs: this.attrs,
-        }
-    }
-
-    /// Takes back an allocation given away by [`Coherent::into_parts`].
-    ///
-    /// # Safety
-    ///
-    /// `parts` must come from `into_parts` of a `Coherent<T>` of the same `dev`, and must not have
-    /// been taken back before.
-    pub(crate) unsafe fn from_parts(dev: &'a Device<Bound>, parts: CoherentParts<T>) -> Self {
-        // INVARIANT: by the safety requirements, these are the parts of a valid `Coherent`.
-        Self {
-            dev,
-            cpu: parts.cpu,
-            handle: parts.handle,
-            count: parts.count,
-            attrs: parts.attrs,
-        }
-    }
-}
-
-/// The raw parts of a [`Coherent`] handed over by [`Coherent::into_parts`]: the memory stays
-/// allocated until [`Coherent::from_parts`] takes it back, or until the caller frees it with
-/// `dma_free_attrs`.
-pub(crate) struct CoherentParts<T> {
-    /// CPU address of the first element.
-    pub(crate) cpu: NonNull<T>,
-    /// DMA address of the first element.
-    pub(crate) handle: DmaAddress,
-    /// Number of elements.
-    pub(crate) count: usize,
-    /// Attributes of the allocation.
-    pub(crate) attrs: Attrs,
 }
 
 impl<T: AsBytes + FromBytes> Drop for Coherent<'_, T> {
@@ -561,33 +700,47 @@ impl<T: AsBytes + FromBytes> Drop for Coherent<'_, T> {
 
 /// Reads one field of one element of a [`Coherent`] with a volatile load, never making a reference:
 /// `dma_read!(ring, index, status)` or `dma_read!(ring, index, addr.low)`. Evaluates to
-/// `Result<F>`.
+/// `Result<F>`. The allocation is a `Coherent` (or a reference to one) and nothing else: the macro
+/// reaches it through `crate::dma_local::Coherent` by path. A field of a `#[repr(packed)]` type is
+/// refused at compile time (E0793), as a volatile access to an unaligned field is undefined.
 #[macro_export]
 macro_rules! dma_read {
     ($alloc:expr, $index:expr, $($field:ident).+) => {
-        match $alloc.element_ptr($index) {
+        match $crate::dma_local::Coherent::__dma_read_ptr(&$alloc, $index) {
             Ok(ptr) => {
+                // Never called: only type-checked, so that a field of a packed type, which no
+                // reference may point to, fails to compile (E0793).
+                let _aligned = || {
+                    // SAFETY: Not executed.
+                    let _ = unsafe { &(*ptr).$($field).+ };
+                };
                 // SAFETY: `ptr` points to an element in bounds; `addr_of!` projects to a field
                 // (only field names are accepted) without making a reference; the field is plain
                 // data, read with a volatile load because the device may write it.
                 let field = unsafe { ::core::ptr::addr_of!((*ptr).$($field).+) };
-                // SAFETY: As above: in bounds, aligned, plain data.
+                // SAFETY: As above: in bounds, aligned (checked at compile time above), plain data.
                 Ok(unsafe { ::core::ptr::read_volatile(field) })
             }
-            Err(e) => Err(e),
+            Err(e) => Err::<_, ::kernel::error::Error>(e),
         }
     };
 }
 
 /// Writes one field of one element of a [`Coherent`] with a volatile store:
-/// `dma_write!(ring, index, status, 0)?`. Needs `&mut` access to the allocation.
+/// `dma_write!(ring, index, status, 0)?`. Needs `&mut` access to the allocation: the macro borrows
+/// it as `&mut Coherent`, so a shared reference does not compile. As [`dma_read!`], it takes only a
+/// `Coherent` and refuses packed types.
 #[macro_export]
 macro_rules! dma_write {
     ($alloc:expr, $index:expr, $($field:ident).+, $value:expr) => {{
-        let alloc: &mut _ = &mut $alloc;
         let value = $value;
-        match alloc.element_ptr($index) {
+        match $crate::dma_local::Coherent::__dma_write_ptr(&mut $alloc, $index) {
             Ok(ptr) => {
+                // Never called: only type-checked, to refuse packed types (see `dma_read!`).
+                let _aligned = || {
+                    // SAFETY: Not executed.
+                    let _ = unsafe { &(*ptr).$($field).+ };
+                };
                 // SAFETY: As in `dma_read!`; the caller holds `&mut` of the allocation, so no other
                 // CPU access races with the store.
                 let field = unsafe { ::core::ptr::addr_of_mut!((*ptr).$($field).+) };
@@ -600,7 +753,7 @@ macro_rules! dma_write {
     }};
 }
 
-/// The direction of a streaming mapping.
+/// The direction of a streaming mapping, chosen at run time (for [`Mapping`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Direction {
     /// The device reads the buffer.
@@ -618,6 +771,144 @@ impl Direction {
             Direction::FromDevice => bindings::dma_data_direction::DMA_FROM_DEVICE,
             Direction::Bidirectional => bindings::dma_data_direction::DMA_BIDIRECTIONAL,
         }
+    }
+}
+
+/// Directions as types, for the buffers this module owns ([`Streaming`], [`NonCoherent`]): what
+/// the CPU may do with the buffer between the device's turns follows from the type.
+pub(crate) mod dir {
+    use super::Direction;
+
+    /// The device reads the buffer; the CPU writes it.
+    #[derive(Clone, Copy, Debug)]
+    pub(crate) struct ToDevice;
+    /// The device writes the buffer; the CPU only reads it. A bounce buffer (swiotlb) copies
+    /// nothing towards the device in this direction, and copies the device's data over the CPU's
+    /// buffer at unmap: a CPU write would be lost, so none compiles.
+    #[derive(Clone, Copy, Debug)]
+    pub(crate) struct FromDevice;
+    /// The device and the CPU both read and write the buffer, in turns.
+    #[derive(Clone, Copy, Debug)]
+    pub(crate) struct Bidirectional;
+
+    mod sealed {
+        pub(crate) trait Sealed {}
+    }
+
+    /// A direction type. Sealed: only the three above.
+    pub(crate) trait DataDirection: sealed::Sealed + Copy {
+        /// The direction's value.
+        const DIRECTION: Direction;
+    }
+
+    /// The directions in which the CPU writes the buffer between the device's turns.
+    pub(crate) trait CpuWrites: DataDirection {}
+
+    impl sealed::Sealed for ToDevice {}
+    impl sealed::Sealed for FromDevice {}
+    impl sealed::Sealed for Bidirectional {}
+    impl DataDirection for ToDevice {
+        const DIRECTION: Direction = Direction::ToDevice;
+    }
+    impl DataDirection for FromDevice {
+        const DIRECTION: Direction = Direction::FromDevice;
+    }
+    impl DataDirection for Bidirectional {
+        const DIRECTION: Direction = Direction::Bidirectional;
+    }
+    impl CpuWrites for ToDevice {}
+    impl CpuWrites for Bidirectional {}
+}
+
+use dir::{CpuWrites, DataDirection};
+
+/// The CPU's turn with bytes of a [`Streaming`] or [`NonCoherent`] buffer: made by their `unsafe`
+/// `sync_for_cpu` (which syncs the bytes for the CPU and states that the device is done with
+/// them), it dereferences to the bytes, mutably in the directions where the CPU writes, and hands
+/// them back to the device when dropped (`dma_sync_single_range_for_device`).
+///
+/// # Invariants
+///
+/// `cpu` points to `len` bytes at `offset` into the device memory at `handle`, of `dev`, which
+/// were synced for the CPU in direction `D` and which the device does not access while this
+/// exists; this borrows their owner mutably for `'v`.
+pub(crate) struct CpuView<'v, D: DataDirection> {
+    dev: &'v Device<Bound>,
+    handle: DmaAddress,
+    offset: usize,
+    cpu: NonNull<u8>,
+    len: usize,
+    _owner: PhantomData<(&'v mut [u8], D)>,
+}
+
+impl<'v, D: DataDirection> CpuView<'v, D> {
+    /// Syncs `len` bytes at `offset` into the device memory at `handle` for the CPU, and lends
+    /// them to it.
+    ///
+    /// # Safety
+    ///
+    /// `cpu` points to those bytes, which are mapped (or allocated) for `dev` in direction `D`,
+    /// stay valid and are accessed by nothing else, the device included, for `'v`.
+    unsafe fn new(
+        dev: &'v Device<Bound>,
+        handle: DmaAddress,
+        offset: usize,
+        cpu: NonNull<u8>,
+        len: usize,
+    ) -> Self {
+        // SAFETY: A live mapping of this bound device, in its own direction (safety
+        // requirements).
+        unsafe {
+            dma_local_sync_single_range_for_cpu(
+                raw_device(dev).cast(),
+                handle,
+                offset,
+                len,
+                D::DIRECTION.raw(),
+            )
+        };
+        // INVARIANT: synced for the CPU above; exclusive by the safety requirements.
+        Self {
+            dev,
+            handle,
+            offset,
+            cpu,
+            len,
+            _owner: PhantomData,
+        }
+    }
+}
+
+impl<D: DataDirection> Deref for CpuView<'_, D> {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        // SAFETY: `len` valid bytes that nothing else accesses while this exists (type
+        // invariant).
+        unsafe { core::slice::from_raw_parts(self.cpu.as_ptr(), self.len) }
+    }
+}
+
+impl<D: CpuWrites> DerefMut for CpuView<'_, D> {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: As in `deref`; `&mut self` makes the slice unique.
+        unsafe { core::slice::from_raw_parts_mut(self.cpu.as_ptr(), self.len) }
+    }
+}
+
+impl<D: DataDirection> Drop for CpuView<'_, D> {
+    fn drop(&mut self) {
+        // SAFETY: The bytes are a live mapping of this bound device in direction `D` (type
+        // invariant); the slices lent out borrowed `self`, so none is left.
+        unsafe {
+            dma_local_sync_single_range_for_device(
+                raw_device(self.dev).cast(),
+                self.handle,
+                self.offset,
+                self.len,
+                D::DIRECTION.raw(),
+            )
+        };
     }
 }
 
@@ -639,7 +930,8 @@ pub(crate) struct Mapping<'a> {
 
 impl<'a> Mapping<'a> {
     /// Maps `len` bytes at `ptr` for `dev` in direction `dir`. Every mapping is checked with
-    /// `dma_mapping_error`; a failed one is `ENOMEM`.
+    /// `dma_mapping_error`; a failed one is `ENOMEM`. `EINVAL` for zero bytes, and for
+    /// [`Attrs::MMIO`]: this maps memory, never MMIO.
     ///
     /// # Safety
     ///
@@ -653,7 +945,7 @@ impl<'a> Mapping<'a> {
         dir: Direction,
         attrs: Attrs,
     ) -> Result<Self> {
-        if len == 0 {
+        if len == 0 || attrs.contains(Attrs::MMIO) {
             return Err(EINVAL);
         }
         // SAFETY: By the safety requirements, `ptr..ptr + len` is mappable memory that outlives the
@@ -689,7 +981,7 @@ impl<'a> Mapping<'a> {
         dir: Direction,
         attrs: Attrs,
     ) -> Result<Self> {
-        if len == 0 {
+        if len == 0 || attrs.contains(Attrs::MMIO) {
             return Err(EINVAL);
         }
         // SAFETY: By the safety requirements, the bytes are mappable memory that outlives the
@@ -752,30 +1044,58 @@ impl<'a> Mapping<'a> {
         false
     }
 
+    /// Whether the syncs do anything for this mapping (`dma_need_sync`): not on a coherent
+    /// platform without a bounce buffer, so a hot path may skip them.
+    pub(crate) fn need_sync(&self) -> bool {
+        // SAFETY: A live mapping of this bound device (type invariant).
+        unsafe { dma_local_need_sync(raw_device(self.dev).cast(), self.handle) }
+    }
+
     /// Syncs the memory for the CPU (`dma_sync_single_for_cpu`).
     pub(crate) fn sync_for_cpu(&mut self) {
-        // SAFETY: `handle`/`len`/`dir` describe a live mapping of this device (type invariant).
-        unsafe {
-            dma_local_sync_single_for_cpu(
-                raw_device(self.dev).cast(),
-                self.handle,
-                self.len,
-                self.dir.raw(),
-            )
-        };
+        // The whole mapping: in range by construction.
+        let _ = self.sync_range_for_cpu(0, self.len);
     }
 
     /// Syncs the memory for the device (`dma_sync_single_for_device`).
     pub(crate) fn sync_for_device(&mut self) {
-        // SAFETY: As in `sync_for_cpu`.
+        // The whole mapping: in range by construction.
+        let _ = self.sync_range_for_device(0, self.len);
+    }
+
+    /// Syncs `len` bytes from `offset` for the CPU (`dma_sync_single_range_for_cpu`): a received
+    /// frame's bytes, not the whole buffer it landed in. `EINVAL` outside the mapping.
+    pub(crate) fn sync_range_for_cpu(&mut self, offset: usize, len: usize) -> Result {
+        check_range(offset, len, self.len)?;
+        // SAFETY: In range of a live mapping of this bound device, in its own direction (type
+        // invariant).
         unsafe {
-            dma_local_sync_single_for_device(
+            dma_local_sync_single_range_for_cpu(
                 raw_device(self.dev).cast(),
                 self.handle,
-                self.len,
+                offset,
+                len,
                 self.dir.raw(),
             )
         };
+        Ok(())
+    }
+
+    /// Syncs `len` bytes from `offset` for the device (`dma_sync_single_range_for_device`), as
+    /// [`Mapping::sync_range_for_cpu`] does for the CPU.
+    pub(crate) fn sync_range_for_device(&mut self, offset: usize, len: usize) -> Result {
+        check_range(offset, len, self.len)?;
+        // SAFETY: As in `sync_range_for_cpu`.
+        unsafe {
+            dma_local_sync_single_range_for_device(
+                raw_device(self.dev).cast(),
+                self.handle,
+                offset,
+                len,
+                self.dir.raw(),
+            )
+        };
+        Ok(())
     }
 }
 
@@ -794,32 +1114,41 @@ impl Drop for Mapping<'_> {
     }
 }
 
-/// A CPU buffer mapped for streaming DMA in one direction. It owns the buffer; [`Streaming::unmap`]
-/// gives it back.
+/// A CPU buffer mapped for streaming DMA in direction `D` (a type of [`dir`]). It owns the buffer;
+/// [`Streaming::unmap`] gives it back.
 ///
-/// While mapped the buffer belongs to the device. The CPU reaches it only through
-/// [`Streaming::cpu_access`], which syncs it for the CPU and, when the access ends, back for the
-/// device.
-pub(crate) struct Streaming<'a> {
+/// While mapped the buffer belongs to the device. The CPU reaches it only through a [`CpuView`]
+/// from [`Streaming::sync_for_cpu`], whose caller states that the device is done with it.
+///
+/// # Invariants
+///
+/// `mapping` maps all of `buf`'s heap memory in direction `D`.
+pub(crate) struct Streaming<'a, D: DataDirection> {
     // Declared before `buf`, so that it is dropped (unmapped) before the buffer is freed.
     mapping: Mapping<'a>,
     buf: KVec<u8>,
+    _dir: PhantomData<D>,
 }
 
-impl<'a> Streaming<'a> {
-    /// Maps `buf` for `dev` in direction `dir`. On failure the buffer comes back with the error, so
-    /// that nothing is lost.
+impl<'a, D: DataDirection> Streaming<'a, D> {
+    /// Maps `buf` for `dev` in direction `D`: `Streaming::map(dev, buf, dir::ToDevice, attrs)`.
+    /// On failure the buffer comes back with the error, so that nothing is lost.
     pub(crate) fn map(
         dev: &'a Device<Bound>,
         buf: KVec<u8>,
-        dir: Direction,
+        _dir: D,
         attrs: Attrs,
     ) -> core::result::Result<Self, (Error, KVec<u8>)> {
         let mut buf = buf;
         // SAFETY: `buf`'s heap memory (kmalloc) is owned by the returned `Streaming`, which unmaps
-        // it before freeing it, and lends it to the CPU only through `cpu_access`.
-        match unsafe { Mapping::new(dev, buf.as_mut_ptr(), buf.len(), dir, attrs) } {
-            Ok(mapping) => Ok(Self { mapping, buf }),
+        // it before freeing it, and lends it to the CPU only through a `CpuView`.
+        match unsafe { Mapping::new(dev, buf.as_mut_ptr(), buf.len(), D::DIRECTION, attrs) } {
+            // INVARIANT: all of `buf`, in direction `D`.
+            Ok(mapping) => Ok(Self {
+                mapping,
+                buf,
+                _dir: PhantomData,
+            }),
             Err(e) => Err((e, buf)),
         }
     }
@@ -839,23 +1168,52 @@ impl<'a> Streaming<'a> {
         false
     }
 
-    /// Syncs the buffer for the CPU (`dma_sync_single_for_cpu`).
-    pub(crate) fn sync_for_cpu(&mut self) {
-        self.mapping.sync_for_cpu();
+    /// Whether syncs do anything for this buffer (see [`Mapping::need_sync`]).
+    pub(crate) fn need_sync(&self) -> bool {
+        self.mapping.need_sync()
     }
 
-    /// Syncs the buffer for the device (`dma_sync_single_for_device`).
-    pub(crate) fn sync_for_device(&mut self) {
-        self.mapping.sync_for_device();
+    /// Syncs the whole buffer for the CPU and lends it to the CPU until the view is dropped, which
+    /// syncs it back for the device.
+    ///
+    /// # Safety
+    ///
+    /// The device has finished every access to the buffer it was given (its completion was seen),
+    /// and is given none until the view is dropped.
+    pub(crate) unsafe fn sync_for_cpu(&mut self) -> CpuView<'_, D> {
+        let len = self.buf.len();
+        // SAFETY: The whole buffer; the device is done with it (safety requirement).
+        unsafe { self.view(0, len) }
     }
 
-    /// Lends the buffer to the CPU: syncs it for the CPU, runs `f` on it, then syncs it back for
-    /// the device. The device must not access the buffer until this returns.
-    pub(crate) fn cpu_access<R>(&mut self, f: impl FnOnce(&mut [u8]) -> R) -> R {
-        self.mapping.sync_for_cpu();
-        let r = f(&mut self.buf);
-        self.mapping.sync_for_device();
-        r
+    /// As [`Streaming::sync_for_cpu`], for `len` bytes from `offset`: a received frame, not the
+    /// whole buffer. `EINVAL` outside the buffer.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Streaming::sync_for_cpu`], for those bytes.
+    pub(crate) unsafe fn sync_range_for_cpu(
+        &mut self,
+        offset: usize,
+        len: usize,
+    ) -> Result<CpuView<'_, D>> {
+        check_range(offset, len, self.buf.len())?;
+        // SAFETY: In range, checked above; the device is done with the bytes (safety requirement).
+        Ok(unsafe { self.view(offset, len) })
+    }
+
+    /// The view of `len` bytes from `offset`.
+    ///
+    /// # Safety
+    ///
+    /// `offset + len <= self.len()`, and the device is done with those bytes until the view goes.
+    unsafe fn view(&mut self, offset: usize, len: usize) -> CpuView<'_, D> {
+        // SAFETY: `offset + len <= buf.len()`, so the pointer stays in the buffer.
+        let cpu = unsafe { NonNull::new_unchecked(self.buf.as_mut_ptr().add(offset)) };
+        // SAFETY: The bytes are mapped in direction `D` (type invariant); `&mut self` keeps them
+        // alive and unreachable otherwise for the view's life; the device is done with them
+        // (safety requirement).
+        unsafe { CpuView::new(self.mapping.dev, self.mapping.handle, offset, cpu, len) }
     }
 
     /// Unmaps the buffer and gives it back, with whatever the device wrote into it.
@@ -865,7 +1223,413 @@ impl<'a> Streaming<'a> {
     }
 }
 
+/// `len` bytes allocated for `dev` to access in direction `D` (`dma_alloc_noncoherent`): plain
+/// cached memory on any platform, which the CPU reaches through a [`CpuView`] as it does a
+/// [`Streaming`] buffer, and the device between views. For buffers the device fills and the CPU
+/// reads in bulk, where uncached coherent memory would make every CPU read slow.
+///
+/// Dropping it frees the memory (`dma_free_noncoherent`): in process context.
+///
+/// # Invariants
+///
+/// `cpu`/`handle` are `len > 0` bytes from `dma_alloc_noncoherent(dev, len, .., D, ..)`, not yet
+/// freed; outside a `CpuView` they are synced for the device.
+pub(crate) struct NonCoherent<'a, D: DataDirection> {
+    dev: &'a Device<Bound>,
+    cpu: NonNull<u8>,
+    handle: DmaAddress,
+    len: usize,
+    _dir: PhantomData<D>,
+}
+
+// SAFETY: Owned bytes, reached only through `&mut self`; `dev` is `Sync`.
+unsafe impl<D: DataDirection> Send for NonCoherent<'_, D> {}
+// SAFETY: Nothing reaches the bytes through `&self`.
+unsafe impl<D: DataDirection> Sync for NonCoherent<'_, D> {}
+
+impl<'a, D: DataDirection> NonCoherent<'a, D> {
+    /// Allocates `len` bytes for `dev` in direction `D`, zeroed, and hands them to the device.
+    /// `EINVAL` for zero bytes, `ENOMEM` when the kernel has no such memory.
+    pub(crate) fn alloc(dev: &'a Device<Bound>, len: usize, _dir: D, gfp: Gfp) -> Result<Self> {
+        if len == 0 {
+            return Err(EINVAL);
+        }
+        let mut handle: DmaAddress = 0;
+        // SAFETY: `raw_device` gives a valid bound device; `handle` is a valid place for the
+        // address.
+        let cpu = unsafe {
+            dma_local_alloc_noncoherent(
+                raw_device(dev).cast(),
+                len,
+                &mut handle,
+                D::DIRECTION.raw(),
+                (gfp | Gfp(bindings::__GFP_ZERO)).bits(),
+            )
+        };
+        let cpu = NonNull::new(cpu.cast::<u8>()).ok_or(ENOMEM)?;
+        // SAFETY: Just allocated in direction `D`; the device has not been told of it.
+        unsafe {
+            dma_local_sync_single_range_for_device(
+                raw_device(dev).cast(),
+                handle,
+                0,
+                len,
+                D::DIRECTION.raw(),
+            )
+        };
+        // INVARIANT: allocated and synced for the device above.
+        Ok(Self {
+            dev,
+            cpu,
+            handle,
+            len,
+            _dir: PhantomData,
+        })
+    }
+
+    /// The DMA address, for the device.
+    pub(crate) fn dma_handle(&self) -> DmaAddress {
+        self.handle
+    }
+
+    /// The length in bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Always false: empty buffers are not allocated.
+    pub(crate) fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// Syncs the whole buffer for the CPU and lends it to the CPU until the view is dropped, which
+    /// syncs it back for the device.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Streaming::sync_for_cpu`].
+    pub(crate) unsafe fn sync_for_cpu(&mut self) -> CpuView<'_, D> {
+        // SAFETY: The whole buffer; the device is done with it (safety requirement).
+        unsafe { self.view(0, self.len) }
+    }
+
+    /// As [`NonCoherent::sync_for_cpu`], for `len` bytes from `offset`. `EINVAL` outside the
+    /// buffer.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Streaming::sync_for_cpu`], for those bytes.
+    pub(crate) unsafe fn sync_range_for_cpu(
+        &mut self,
+        offset: usize,
+        len: usize,
+    ) -> Result<CpuView<'_, D>> {
+        check_range(offset, len, self.len)?;
+        // SAFETY: In range, checked above; the device is done with the bytes (safety requirement).
+        Ok(unsafe { self.view(offset, len) })
+    }
+
+    /// The view of `len` bytes from `offset`.
+    ///
+    /// # Safety
+    ///
+    /// `offset + len <= self.len()`, and the device is done with those bytes until the view goes.
+    unsafe fn view(&mut self, offset: usize, len: usize) -> CpuView<'_, D> {
+        // SAFETY: `offset + len <= self.len`, so the pointer stays in the allocation.
+        let cpu = unsafe { NonNull::new_unchecked(self.cpu.as_ptr().add(offset)) };
+        // SAFETY: Allocated in direction `D` (type invariant); `&mut self` keeps the bytes alive
+        // and unreachable otherwise for the view's life; the device is done with them (safety
+        // requirement).
+        unsafe { CpuView::new(self.dev, self.handle, offset, cpu, len) }
+    }
+}
+
+impl<D: DataDirection> Drop for NonCoherent<'_, D> {
+    fn drop(&mut self) {
+        // SAFETY: The allocation's own arguments, not freed yet (type invariant); freed once.
+        unsafe {
+            dma_local_free_noncoherent(
+                raw_device(self.dev).cast(),
+                self.len,
+                self.cpu.as_ptr().cast(),
+                self.handle,
+                D::DIRECTION.raw(),
+            )
+        };
+    }
+}
+
+/// Pages owned by the driver and described by a scatter-gather table (`struct sg_table`), for a
+/// device that takes a list of segments. Physically contiguous pages share one entry. The CPU
+/// reads and writes the pages through it; [`SgTable::map`] hands them to a device.
+///
+/// # Invariants
+///
+/// `table` was set up by `sg_alloc_table_from_pages_segment` over the pages of `pages`, in order,
+/// all of each, and is freed (`sg_free_table`) only in `drop`.
+pub(crate) struct SgTable {
+    table: bindings::sg_table,
+    pages: KVec<Page>,
+}
+
+// SAFETY: The table and the pages are owned; the entries point only to those pages.
+unsafe impl Send for SgTable {}
+// SAFETY: `&SgTable` only reads the pages, and only while nothing writes them (`write` takes
+// `&mut`).
+unsafe impl Sync for SgTable {}
+
+impl SgTable {
+    /// Describes `pages` by a table whose segments are at most `max_segment` bytes (at least a
+    /// page; for a device, [`max_seg_size`]). May sleep. `EINVAL` for no pages or a smaller
+    /// segment size, `ENOMEM` when the table cannot be allocated; either way the pages come back.
+    pub(crate) fn new(
+        pages: KVec<Page>,
+        max_segment: u32,
+    ) -> core::result::Result<Self, (Error, KVec<Page>)> {
+        let n_pages = match c_uint::try_from(pages.len()) {
+            Ok(0) | Err(_) => return Err((EINVAL, pages)),
+            Ok(n) => n,
+        };
+        if (max_segment as usize) < PAGE_SIZE {
+            return Err((EINVAL, pages));
+        }
+        let mut raw: KVec<*mut bindings::page> = match KVec::with_capacity(pages.len(), GFP_KERNEL)
+        {
+            Ok(raw) => raw,
+            Err(e) => return Err((e.into(), pages)),
+        };
+        for page in pages.iter() {
+            // Cannot fail: the capacity is there.
+            let _ = raw.push(page.as_ptr(), GFP_KERNEL);
+        }
+        let mut table = bindings::sg_table::default();
+        // SAFETY: `table` is a zeroed table to set up; `raw` holds `n_pages` valid page pointers;
+        // the size is all of them; `max_segment` is at least a page.
+        let ret = unsafe {
+            bindings::sg_alloc_table_from_pages_segment(
+                &mut table,
+                raw.as_mut_ptr(),
+                n_pages,
+                0,
+                pages.len() * PAGE_SIZE,
+                max_segment,
+                Gfp::KERNEL.bits(),
+            )
+        };
+        match to_result(ret) {
+            // INVARIANT: set up above over `pages`.
+            Ok(()) => Ok(Self { table, pages }),
+            Err(e) => Err((e, pages)),
+        }
+    }
+
+    /// The size in bytes: all of every page.
+    pub(crate) fn size(&self) -> usize {
+        self.pages.len() * PAGE_SIZE
+    }
+
+    /// The number of entries (physically contiguous runs of pages).
+    pub(crate) fn entries(&self) -> u32 {
+        self.table.orig_nents
+    }
+
+    /// Copies `dst.len()` bytes from byte `offset` on into `dst`. `EINVAL` outside the pages.
+    pub(crate) fn read(&self, offset: usize, dst: &mut [u8]) -> Result {
+        check_range(offset, dst.len(), self.size())?;
+        let mut done = 0;
+        while done < dst.len() {
+            let at = offset + done;
+            let chunk = (PAGE_SIZE - at % PAGE_SIZE).min(dst.len() - done);
+            // SAFETY: `dst[done..done + chunk]` is valid for writes; `&self` excludes writers of
+            // the pages, which this table owns.
+            unsafe {
+                self.pages[at / PAGE_SIZE].read_raw(
+                    dst.as_mut_ptr().add(done),
+                    at % PAGE_SIZE,
+                    chunk,
+                )
+            }?;
+            done += chunk;
+        }
+        Ok(())
+    }
+
+    /// Copies `src` into the pages from byte `offset` on. `EINVAL` outside the pages.
+    pub(crate) fn write(&mut self, offset: usize, src: &[u8]) -> Result {
+        check_range(offset, src.len(), self.size())?;
+        let mut done = 0;
+        while done < src.len() {
+            let at = offset + done;
+            let chunk = (PAGE_SIZE - at % PAGE_SIZE).min(src.len() - done);
+            // SAFETY: `src[done..done + chunk]` is valid for reads; `&mut self` excludes every
+            // other access to the pages.
+            unsafe {
+                self.pages[at / PAGE_SIZE].write_raw(src.as_ptr().add(done), at % PAGE_SIZE, chunk)
+            }?;
+            done += chunk;
+        }
+        Ok(())
+    }
+
+    /// Maps the table for `dev` in direction `dir` (`dma_map_sgtable`): the device may then access
+    /// every page, the CPU none until [`MappedSgTable::unmap`] gives the table back. On failure the
+    /// table comes back with the error (`EINVAL`, `ENOMEM`, `EIO` or `EREMOTEIO`, as the DMA API
+    /// says).
+    pub(crate) fn map<'a>(
+        mut self,
+        dev: &'a Device<Bound>,
+        dir: Direction,
+        attrs: Attrs,
+    ) -> core::result::Result<MappedSgTable<'a>, (Error, SgTable)> {
+        if attrs.contains(Attrs::MMIO) {
+            return Err((EINVAL, self));
+        }
+        // SAFETY: `table` is set up over pages this owns, which stay alive and untouched by the
+        // CPU while `MappedSgTable` holds them; `raw_device` gives a bound device.
+        let ret = unsafe {
+            bindings::dma_map_sgtable(raw_device(dev), &mut self.table, dir.raw(), attrs.bits())
+        };
+        match to_result(ret) {
+            // INVARIANT: mapped above with these arguments.
+            Ok(()) => Ok(MappedSgTable {
+                dev,
+                table: self,
+                dir,
+                attrs,
+            }),
+            Err(e) => Err((e, self)),
+        }
+    }
+
+    /// Frees the table and gives the pages back.
+    pub(crate) fn into_pages(self) -> KVec<Page> {
+        let mut this = core::mem::ManuallyDrop::new(self);
+        // SAFETY: Set up and not freed (type invariant); `this` is never used or dropped again.
+        unsafe { bindings::sg_free_table(&mut this.table) };
+        // SAFETY: Read once out of a value that is never dropped.
+        unsafe { core::ptr::read(&this.pages) }
+    }
+}
+
+impl Drop for SgTable {
+    fn drop(&mut self) {
+        // SAFETY: Set up and not freed (type invariant); freed once. The pages go after it.
+        unsafe { bindings::sg_free_table(&mut self.table) };
+    }
+}
+
+/// An [`SgTable`] mapped for a device (`dma_map_sgtable`). The device sees the segments of
+/// [`MappedSgTable::segments`], which may be fewer than the table's entries (an IOMMU merges
+/// them). Dropping it unmaps the table and frees it with its pages; [`MappedSgTable::unmap`] gives
+/// the table back instead.
+///
+/// # Invariants
+///
+/// `table` is mapped for `dev` in `dir` with `attrs`, not yet unmapped.
+pub(crate) struct MappedSgTable<'a> {
+    dev: &'a Device<Bound>,
+    table: SgTable,
+    dir: Direction,
+    attrs: Attrs,
+}
+
+impl MappedSgTable<'_> {
+    /// The segments as the device sees them: `(DMA address, length in bytes)`.
+    pub(crate) fn segments(&self) -> SgSegments<'_> {
+        SgSegments {
+            next: self.table.table.sgl,
+            left: self.table.table.nents,
+            _table: PhantomData,
+        }
+    }
+
+    /// Syncs every page for the CPU (`dma_sync_sgtable_for_cpu`), for a device that keeps the
+    /// mapping across transfers; the CPU still reaches the pages only after [`MappedSgTable::unmap`].
+    pub(crate) fn sync_for_cpu(&mut self) {
+        // SAFETY: Mapped for this bound device in `dir` (type invariant).
+        unsafe {
+            dma_local_sync_sgtable_for_cpu(
+                raw_device(self.dev).cast(),
+                &mut self.table.table,
+                self.dir.raw(),
+            )
+        };
+    }
+
+    /// Syncs every page for the device (`dma_sync_sgtable_for_device`).
+    pub(crate) fn sync_for_device(&mut self) {
+        // SAFETY: As in `sync_for_cpu`.
+        unsafe {
+            dma_local_sync_sgtable_for_device(
+                raw_device(self.dev).cast(),
+                &mut self.table.table,
+                self.dir.raw(),
+            )
+        };
+    }
+
+    /// Unmaps the table and gives it back, with whatever the device wrote into its pages.
+    pub(crate) fn unmap(self) -> SgTable {
+        let mut this = core::mem::ManuallyDrop::new(self);
+        this.unmap_in_place();
+        // SAFETY: Read once out of a value that is never dropped.
+        unsafe { core::ptr::read(&this.table) }
+    }
+
+    fn unmap_in_place(&mut self) {
+        // SAFETY: Mapped with these arguments and not unmapped (type invariant); every caller
+        // unmaps once, then drops or forgets `self`.
+        unsafe {
+            dma_local_unmap_sgtable(
+                raw_device(self.dev).cast(),
+                &mut self.table.table,
+                self.dir.raw(),
+                self.attrs.bits(),
+            )
+        };
+    }
+}
+
+impl Drop for MappedSgTable<'_> {
+    fn drop(&mut self) {
+        self.unmap_in_place();
+    }
+}
+
+/// The segments of a [`MappedSgTable`] (see [`MappedSgTable::segments`]).
+///
+/// # Invariants
+///
+/// `next` is the next of `left` mapped entries of a table that the borrow keeps mapped.
+pub(crate) struct SgSegments<'t> {
+    next: *mut bindings::scatterlist,
+    left: c_uint,
+    _table: PhantomData<&'t MappedSgTable<'t>>,
+}
+
+impl Iterator for SgSegments<'_> {
+    type Item = (DmaAddress, u32);
+
+    fn next(&mut self) -> Option<(DmaAddress, u32)> {
+        if self.left == 0 {
+            return None;
+        }
+        let sg = self.next;
+        // SAFETY: A mapped entry of a live table (type invariant).
+        let segment = unsafe { (dma_local_sg_dma_address(sg), dma_local_sg_dma_len(sg)) };
+        self.left -= 1;
+        if self.left > 0 {
+            // SAFETY: As above; more mapped entries follow this one.
+            self.next = unsafe { dma_local_sg_next(sg) };
+        }
+        Some(segment)
+    }
+}
+
 /// A `dma_pool` of coherent blocks of `count` elements of `T`, for small descriptor lists.
+///
+/// Dropping it destroys the pool, freeing its coherent memory: in process context, with interrupts
+/// enabled.
 ///
 /// # Invariants
 ///
@@ -886,7 +1650,8 @@ unsafe impl<T: AsBytes + FromBytes + Send> Sync for Pool<'_, T> {}
 
 impl<'a, T: AsBytes + FromBytes> Pool<'a, T> {
     /// A pool called `name` of blocks of `count` elements, aligned to `align` bytes (a power of
-    /// two, at least `T`'s alignment), never crossing a `boundary` (a power of two, or 0 for none).
+    /// two, at least `T`'s alignment), never crossing a `boundary` (a power of two no smaller than
+    /// a block, or 0 for none). `EINVAL` for anything else, `ENOMEM` when the pool cannot be made.
     pub(crate) fn new(
         dev: &'a Device<Bound>,
         name: &'static CStr,
@@ -899,6 +1664,9 @@ impl<'a, T: AsBytes + FromBytes> Pool<'a, T> {
             return Err(EINVAL);
         }
         let size = byte_len::<T>(count)?;
+        if boundary != 0 && (!boundary.is_power_of_two() || boundary < size) {
+            return Err(EINVAL);
+        }
         // SAFETY: `name` is a NUL-terminated string that outlives the pool ('static); `dev` is
         // bound.
         let raw = unsafe {
@@ -927,8 +1695,9 @@ impl<'a, T: AsBytes + FromBytes> Pool<'a, T> {
 
     /// Takes a block from the pool without zeroing it, for a caller that writes every element
     /// the device will read: a hot path need not pay for clearing a whole block. The block holds
-    /// whatever it last held, which are valid `T`s: pool memory comes from `dma_alloc_coherent`,
-    /// which zeroes it, and is only ever written with `T`s after that.
+    /// arbitrary bytes: what a previous user left, the pool's free-list link and the block's DMA
+    /// address (which `dma_pool` keeps in free blocks), or poison when the pool is debugged. Any
+    /// bytes are a valid `T` (`FromBytes`), so reading them is sound; they mean nothing.
     pub(crate) fn alloc_unzeroed(&self, gfp: Gfp) -> Result<PoolBlock<'_, 'a, T>> {
         self.take(gfp)
     }
@@ -949,7 +1718,10 @@ impl<'a, T: AsBytes + FromBytes> Pool<'a, T> {
 
 impl<T: AsBytes + FromBytes> Drop for Pool<'_, T> {
     fn drop(&mut self) {
-        // SAFETY: `raw` is live (type invariant); every block borrowed the pool, so all were freed.
+        // SAFETY: `raw` is live (type invariant) and destroyed once. Every `PoolBlock` borrowed the
+        // pool, so each was dropped (its block freed) or leaked with `mem::forget`. A leaked block
+        // keeps the pool busy: `dma_pool_destroy` then reports it and frees none of the pool's
+        // memory, so the leaked block's memory is never reused either.
         unsafe { bindings::dma_pool_destroy(self.raw.as_ptr()) };
     }
 }

@@ -11,18 +11,41 @@
 
 struct device;
 struct dma_pool;
+struct scatterlist;
+struct sg_table;
 
 int dma_local_mapping_error(struct device *dev, dma_addr_t addr);
 dma_addr_t dma_local_map_single(struct device *dev, void *ptr, size_t size,
 				enum dma_data_direction dir, unsigned long attrs);
 void dma_local_unmap_single(struct device *dev, dma_addr_t addr, size_t size,
 			    enum dma_data_direction dir, unsigned long attrs);
-void dma_local_sync_single_for_cpu(struct device *dev, dma_addr_t addr, size_t size,
-				   enum dma_data_direction dir);
-void dma_local_sync_single_for_device(struct device *dev, dma_addr_t addr, size_t size,
-				      enum dma_data_direction dir);
+void dma_local_sync_single_range_for_cpu(struct device *dev, dma_addr_t addr, size_t offset,
+					 size_t size, enum dma_data_direction dir);
+void dma_local_sync_single_range_for_device(struct device *dev, dma_addr_t addr, size_t offset,
+					    size_t size, enum dma_data_direction dir);
+bool dma_local_need_sync(struct device *dev, dma_addr_t addr);
 void dma_local_set_min_align_mask(struct device *dev, unsigned int mask);
+void dma_local_set_max_seg_size(struct device *dev, unsigned int size);
+unsigned int dma_local_get_max_seg_size(struct device *dev);
+void dma_local_set_seg_boundary(struct device *dev, unsigned long mask);
+void *dma_local_alloc_noncoherent(struct device *dev, size_t size, dma_addr_t *handle,
+				  enum dma_data_direction dir, gfp_t gfp);
+void dma_local_free_noncoherent(struct device *dev, size_t size, void *cpu, dma_addr_t handle,
+				enum dma_data_direction dir);
+void dma_local_unmap_sgtable(struct device *dev, struct sg_table *table,
+			     enum dma_data_direction dir, unsigned long attrs);
+void dma_local_sync_sgtable_for_cpu(struct device *dev, struct sg_table *table,
+				    enum dma_data_direction dir);
+void dma_local_sync_sgtable_for_device(struct device *dev, struct sg_table *table,
+				       enum dma_data_direction dir);
+struct scatterlist *dma_local_sg_next(struct scatterlist *sg);
+dma_addr_t dma_local_sg_dma_address(struct scatterlist *sg);
+unsigned int dma_local_sg_dma_len(struct scatterlist *sg);
 struct dma_pool *dma_local_pool_create(const char *name, struct device *dev, size_t size,
 				       size_t align, size_t boundary);
+void dma_local_dma_rmb(void);
+void dma_local_dma_wmb(void);
+void dma_local_wmb(void);
+void dma_local_mb(void);
 
 #endif /* DMA_LOCAL_SHIM_H */

@@ -173,7 +173,9 @@ impl pci::Driver for E1000Driver {
         try_pin_init!(&this in E1000 {
             pdev: {
                 dma_local::enable_bus_master(pdev)?;
-                dma_local::set_mask_and_coherent(bound.as_ref(), Mask::bits(64)?)?;
+                // SAFETY: Nothing of this device is allocated or mapped yet: the rings come
+                // later in probe.
+                unsafe { dma_local::set_mask_and_coherent(bound.as_ref(), Mask::bits(64)?) }?;
                 bound
             },
             bar: {

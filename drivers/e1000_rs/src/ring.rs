@@ -22,7 +22,7 @@ use kernel::{
     transmute::{AsBytes, FromBytes},
 };
 
-use crate::dma_local::{Attrs, Coherent, Direction, DmaAddress, Gfp, Mapping};
+use crate::dma_local::{self, Attrs, Coherent, Direction, DmaAddress, Gfp, Mapping};
 use crate::netdev::{Napi, NetDev, RxBuffer, Skb, Tso};
 use crate::regs;
 use crate::{dma_read, dma_write};
@@ -796,9 +796,8 @@ impl<'a> RxRing<'a> {
             if status & regs::DESC_STATUS_DD == 0 {
                 break;
             }
-            // SAFETY: A barrier with no preconditions: the descriptor's other fields are read after
-            // its status said the device is done with it.
-            unsafe { kernel::bindings::dma_rmb() };
+            // The descriptor's other fields are read after its status said the device is done.
+            dma_local::dma_rmb();
             let length = dma_read!(self.desc, i, length).unwrap_or(0);
             let errors = dma_read!(self.desc, i, errors).unwrap_or(0);
             seen += 1;

@@ -134,9 +134,11 @@ impl pci::Driver for NvmeDriver {
 
 impl<'bound> Nvme<'bound> {
     fn probe(pdev: &'bound pci::Device<Bound>) -> Result<Self> {
-        dma_local::set_mask_and_coherent(pdev.as_ref(), Mask::bits(64)?)?;
+        // SAFETY: Nothing of this device is allocated or mapped yet: the queues come below.
+        unsafe { dma_local::set_mask_and_coherent(pdev.as_ref(), Mask::bits(64)?) }?;
         // PRPs carry the offset of the data within its first page: a bounce buffer must keep it.
-        dma_local::set_min_align_mask(pdev.as_ref(), (regs::PAGE_SIZE - 1) as u32)?;
+        // SAFETY: As above.
+        unsafe { dma_local::set_min_align_mask(pdev.as_ref(), (regs::PAGE_SIZE - 1) as u32) }?;
         let mut nvme = Nvme {
             disks: KVec::new(),
             tag_set: None,
@@ -236,9 +238,10 @@ impl<'bound> Nvme<'bound> {
         }
 
         // The largest transfer: what the PRP list holds, no more than MDTS allows, and no more than
-        // one mapping may hold (a bounce buffer's limit), since contiguous data is mapped at once.
+        // one mapping may hold cheaply (an IOMMU's cached range, a bounce buffer's limit), since
+        // contiguous data is mapped at once; the C driver bounds it by `dma_opt_mapping_size` too.
         let mut max_transfer = io::MAX_TRANSFER.min(
-            dma_local::max_mapping_size(ctrl.pdev.as_ref()) / regs::PAGE_SIZE * regs::PAGE_SIZE,
+            dma_local::opt_mapping_size(ctrl.pdev.as_ref()) / regs::PAGE_SIZE * regs::PAGE_SIZE,
         );
         if id.mdts > 0 {
             max_transfer = max_transfer.min(ctrl.cap.min_page_size() << id.mdts);

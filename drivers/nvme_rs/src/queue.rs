@@ -10,7 +10,7 @@ use kernel::{
 };
 
 use crate::command::{Command, Completion};
-use crate::dma_local::{Coherent, DmaAddress, Gfp};
+use crate::dma_local::{self, Coherent, DmaAddress, Gfp};
 use crate::dma_read;
 use crate::regs::{self, Bar0};
 use crate::shadow::ShadowDoorbells;
@@ -136,8 +136,8 @@ impl<'a> CompletionQueue<'a> {
         if (status & 1 != 0) != self.phase {
             return None;
         }
-        // SAFETY: A barrier with no preconditions: orders the entry's reads after the phase's.
-        unsafe { kernel::bindings::dma_rmb() };
+        // The entry's reads after the phase's.
+        dma_local::dma_rmb();
         let entry = self.entries.read(head).ok()?;
         let next = self.head + 1;
         if next == self.depth() {

@@ -8,12 +8,11 @@
 use core::sync::atomic::{AtomicBool, Ordering};
 
 use kernel::{
-    bindings,
     device::{Bound, Device},
     prelude::*,
 };
 
-use crate::dma_local::{Coherent, DmaAddress, Gfp};
+use crate::dma_local::{self, Coherent, DmaAddress, Gfp};
 use crate::regs;
 
 /// The Shadow Doorbell and EventIdx buffers. Both mirror the layout of the doorbell registers, so a
@@ -72,17 +71,14 @@ impl<'a> ShadowDoorbells<'a> {
     #[inline]
     pub(crate) fn update(&self, doorbell: usize, old: u16, new: u16) -> Result<bool> {
         let slot = doorbell.checked_sub(regs::SQ0TDBL).ok_or(EINVAL)? / 4;
-        let shadow = self.doorbells.element_ptr(slot)?;
-        // SAFETY: A barrier with no preconditions: the queue entries the new value hands over are
-        // written before it.
-        unsafe { bindings::wmb() };
-        // SAFETY: `element_ptr` checked `slot` against the allocation, which lives as long as
-        // `self`; the slot has one writer (see above). Volatile: the controller reads it.
-        unsafe { shadow.write_volatile(u32::from(new).to_le()) };
-        // SAFETY: A barrier with no preconditions: the doorbell is written before the EventIdx is
-        // read, as the controller publishes its EventIdx before reading the doorbell; otherwise
-        // each side could miss the other's update and the new entries would sit unnoticed.
-        unsafe { bindings::mb() };
+        // The queue entries the new value hands over are written before it.
+        dma_local::wmb();
+        // SAFETY: The slot has one writer at a time (see above), and no CPU reads it.
+        unsafe { self.doorbells.write_shared(slot, u32::from(new).to_le()) }?;
+        // The doorbell is written before the EventIdx is read, as the controller publishes its
+        // EventIdx before reading the doorbell; otherwise each side could miss the other's update
+        // and the new entries would sit unnoticed.
+        dma_local::mb();
         let event = u32::from_le(self.event_indexes.read(slot)?) as u16;
         Ok(passes(event, old, new))
     }
