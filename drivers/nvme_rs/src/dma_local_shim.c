@@ -127,10 +127,12 @@ void dma_local_dma_wmb(void)
 
 void dma_local_wmb(void)
 {
+	/* What the barrier orders is the Rust caller's to say, at its call of dma_local::wmb(). */
 	wmb();
 }
 
 void dma_local_mb(void)
 {
+	/* As above, for dma_local::mb(). */
 	mb();
 }
