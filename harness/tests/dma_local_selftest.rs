@@ -59,6 +59,8 @@ const CONTRACTS: &[&str] = &[
     "noncoherent_views",
     "sg_table_map_segments_unmap",
     "enable_bus_master",
+    "edu_sg_table_to_noncoherent",
+    "edu_noncoherent_to_sg_table",
 ];
 
 #[test]
