@@ -883,13 +883,19 @@ impl RxRing<'_> {
             let slot = self.slots[i].as_mut().expect("type invariant");
             // SAFETY: From the NAPI poll (safety requirement).
             let mut skb = unsafe { napi.alloc_skb(u32::from(length)) }?;
-            slot.mapping.sync_for_cpu();
+            // Only the frame's bytes, as the C driver syncs them: a bounce buffer copies no more.
+            // In range: `length` is at most the buffer's size (`good`).
+            slot.mapping
+                .sync_range_for_cpu(0, usize::from(length))
+                .ok()?;
             // SAFETY: The buffer holds the `length` bytes the device wrote, synced for the CPU;
             // the fresh skb has room for `length` bytes at `data`.
             unsafe {
                 core::ptr::copy_nonoverlapping(slot.buffer.frame(), skb.data(), usize::from(length))
             };
-            slot.mapping.sync_for_device();
+            slot.mapping
+                .sync_range_for_device(0, usize::from(length))
+                .ok()?;
             skb.put(u32::from(length));
             return Some(skb);
         }
