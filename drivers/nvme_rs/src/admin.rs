@@ -161,19 +161,29 @@ impl<'a> AdminQueue<'a> {
         .map(|_| ())
     }
 
-    /// Deletes I/O submission queue `qid` and then its completion queue.
+    /// Deletes I/O submission queue `qid` and then its completion queue, the latter even when the
+    /// former fails. Returns the first error.
     pub(crate) fn delete_io_queue_pair(&mut self, bar: &Bar0<'_>, qid: u16) -> Result {
-        for opcode in [admin::DELETE_IO_SQ, admin::DELETE_IO_CQ] {
-            self.execute(
-                bar,
-                Command {
-                    opcode,
-                    cdw10: u32::from(qid),
-                    ..Command::default()
-                },
-            )?;
-        }
-        Ok(())
+        let sq = self.delete_queue(bar, admin::DELETE_IO_SQ, qid);
+        let cq = self.delete_io_cq(bar, qid);
+        sq.and(cq)
+    }
+
+    /// Deletes I/O completion queue `qid` (whose submission queue is gone, or was never made).
+    pub(crate) fn delete_io_cq(&mut self, bar: &Bar0<'_>, qid: u16) -> Result {
+        self.delete_queue(bar, admin::DELETE_IO_CQ, qid)
+    }
+
+    fn delete_queue(&mut self, bar: &Bar0<'_>, opcode: u8, qid: u16) -> Result {
+        self.execute(
+            bar,
+            Command {
+                opcode,
+                cdw10: u32::from(qid),
+                ..Command::default()
+            },
+        )
+        .map(|_| ())
     }
 
     /// Asks the controller to abort command `cid` of submission queue `qid`. Returns whether it

@@ -27,7 +27,7 @@ extern "C" {
         queuedata: *mut c_void,
     ) -> *mut c_void;
     fn nvme_rs_fops() -> *const c_void;
-    fn nvme_rs_rq_completed(rq: *mut c_void) -> bool;
+    fn nvme_rs_rq_in_flight(rq: *mut c_void) -> bool;
     fn nvme_rs_should_fake_timeout(q: *mut c_void) -> bool;
     fn nvme_rs_tag_to_rq(tags: *mut c_void, tag: c_uint) -> *mut c_void;
     fn nvme_rs_page_address(page: *mut c_void) -> *mut c_void;
@@ -255,15 +255,23 @@ impl<P> Request<P> {
         if self.should_fake_timeout() {
             return false;
         }
-        // SAFETY: A live request owned by the driver.
-        unsafe { bindings::blk_mq_complete_request(self.as_raw()) };
+        self.complete_now();
         true
     }
 
-    /// Whether blk-mq has already seen the request completed.
-    pub(crate) fn is_completed(&self) -> bool {
+    /// Hands the request to blk-mq's completion even when fault injection would lose it: for the
+    /// cancelling, which must end every request it finds.
+    pub(crate) fn complete_now(&self) {
+        // SAFETY: A live request owned by the driver.
+        unsafe { bindings::blk_mq_complete_request(self.as_raw()) };
+    }
+
+    /// Whether the request is started and not yet completed (`MQ_RQ_IN_FLIGHT`): in any other
+    /// state it is blk-mq's, completed (`MQ_RQ_COMPLETE`) or already ended (`MQ_RQ_IDLE`, which a
+    /// batch completion goes straight back to), and the driver must not end it again.
+    pub(crate) fn is_in_flight(&self) -> bool {
         // SAFETY: A live request.
-        unsafe { nvme_rs_rq_completed(self.as_raw().cast()) }
+        unsafe { nvme_rs_rq_in_flight(self.as_raw().cast()) }
     }
 }
 

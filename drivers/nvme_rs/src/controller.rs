@@ -38,7 +38,9 @@ const _: () =
 ///
 /// # Invariants
 ///
-/// Once `dead` is set, no new command reaches an I/O queue and no completion is processed.
+/// - Once `dead` is set, no new command reaches an I/O queue and no completion is processed.
+/// - The first `nr_irqs` of `irqs` are requested IRQs of this device's I/O queues: an I/O queue is
+///   freed (and its IRQ with it) only after [`Controller::forget_irqs`].
 #[pin_data]
 pub(crate) struct Controller<'a> {
     pub(crate) pdev: &'a pci::Device<Bound>,
@@ -46,6 +48,11 @@ pub(crate) struct Controller<'a> {
     pub(crate) cap: Cap,
     #[pin]
     pub(crate) admin: Mutex<AdminQueue<'a>>,
+    /// Held by whatever ends requests outside their normal completion (the cancelling in `kill`,
+    /// a timeout handler ending a request whose completion was lost) and by the pollers of
+    /// completion queues, so that no request is ended twice (C's `shutdown_lock`).
+    #[pin]
+    pub(crate) cancel_lock: Mutex<()>,
     /// PRP lists, SGL segments and Dataset Management ranges, [`LIST_BLOCK_BYTES`] each.
     pub(crate) list_pool: Pool<'a, u64>,
     /// Shadow doorbells for up to `MAX_IO_QUEUES` I/O queues, used once the controller accepts
@@ -81,6 +88,7 @@ impl<'a> Controller<'a> {
                 cap
             },
             admin <- new_mutex!(AdminQueue::new(dev.as_ref(), cap.doorbell_stride())?),
+            cancel_lock <- new_mutex!((), "nvme_rs:cancel"),
             list_pool: Pool::new(
                 dev.as_ref(),
                 c"nvme_rs lists",
@@ -122,10 +130,9 @@ impl<'a> Controller<'a> {
         let (doorbells, event_indexes) = self.shadow.dma_handles();
         // The controller owns the buffers from the command on, even if it times out; they live as
         // long as the controller.
-        let result = self
-            .admin
-            .lock()
-            .doorbell_buffer_config(&self.bar, doorbells, event_indexes);
+        let result = self.admin_command(|admin, bar| {
+            admin.doorbell_buffer_config(bar, doorbells, event_indexes)
+        });
         match result {
             Ok(()) => self.shadow.enable(),
             Err(e) => dev_warn!(self.pdev, "no shadow doorbells ({:?})\n", e),
@@ -145,6 +152,25 @@ impl<'a> Controller<'a> {
     /// The specification version the controller implements (`VS`).
     pub(crate) fn version(&self) -> u32 {
         self.bar.read32(regs::VS)
+    }
+
+    /// Runs admin commands (`f`, with the admin queue locked). A command that timed out may still
+    /// be in the controller's hands, and with it the memory it points to (an Identify buffer, a
+    /// queue being created): the controller is then killed (disabled) before the caller can free
+    /// any of it, as the C driver disables the controller on an admin timeout. A dead controller
+    /// takes no admin command (`ENODEV`): its admin queue is disabled.
+    pub(crate) fn admin_command<R>(
+        &self,
+        f: impl FnOnce(&mut AdminQueue<'a>, &Bar0<'a>) -> Result<R>,
+    ) -> Result<R> {
+        if self.is_dead() {
+            return Err(ENODEV);
+        }
+        let result = f(&mut self.admin.lock(), &self.bar);
+        if matches!(result, Err(e) if e == ETIMEDOUT) {
+            self.kill();
+        }
+        result
     }
 
     /// Whether I/O has been stopped for good.
@@ -219,12 +245,32 @@ impl<'a> Controller<'a> {
         self.tag_set.store(set, Ordering::Release);
     }
 
-    /// Remembers an I/O queue's IRQ, so that `kill` can wait for its handler.
+    /// Remembers an I/O queue's IRQ, requested and not freed before [`Controller::forget_irqs`],
+    /// so that `kill` can wait for its handler.
     pub(crate) fn add_irq(&self, irq: u32) {
         let index = self.nr_irqs.load(Ordering::Relaxed);
         if let Some(slot) = self.irqs.get(index) {
             slot.store(irq, Ordering::Relaxed);
+            // INVARIANT: requested by the caller, which frees it only after `forget_irqs`.
             self.nr_irqs.store(index + 1, Ordering::Release);
+        }
+    }
+
+    /// Waits for the I/O queues' interrupt handlers that are running, and forgets the IRQs: the
+    /// driver is about to free them. Called once nothing can call `kill` any more (no disk, no
+    /// timeout).
+    pub(crate) fn forget_irqs(&self) {
+        self.synchronize_irqs();
+        // INVARIANT: no IRQ is recorded any more.
+        self.nr_irqs.store(0, Ordering::Release);
+    }
+
+    /// Waits for the I/O queues' interrupt handlers that are running.
+    fn synchronize_irqs(&self) {
+        for irq in self.irqs[..self.nr_irqs.load(Ordering::Acquire)].iter() {
+            // SAFETY: A requested IRQ of this device: recorded IRQs stay requested until
+            // `forget_irqs` (type invariant).
+            unsafe { bindings::synchronize_irq(irq.load(Ordering::Relaxed)) };
         }
     }
 
@@ -244,12 +290,14 @@ impl<'a> Controller<'a> {
         let set = self.tag_set.load(Ordering::Acquire);
         let stop_and_cancel = || {
             let _ = self.disable();
-            for irq in self.irqs[..self.nr_irqs.load(Ordering::Acquire)].iter() {
-                // SAFETY: A requested IRQ of this device; it stays requested while `self` lives.
-                unsafe { bindings::synchronize_irq(irq.load(Ordering::Relaxed)) };
-            }
+            // Handlers that saw the controller alive finish first; later ones see it dead.
+            self.synchronize_irqs();
             if !set.is_null() {
-                // SAFETY: The tag set is live while `self` is: the driver frees it after `kill`.
+                // Pollers and a timeout handler ending a request hold this too: whichever runs
+                // first, the other sees the request no longer in flight.
+                let _cancelling = self.cancel_lock.lock();
+                // SAFETY: The tag set is live: `kill` runs from a timeout handler (whose request
+                // keeps the set alive) or from the driver's teardown before it frees the set.
                 unsafe { io::cancel_all(set) };
             }
         };

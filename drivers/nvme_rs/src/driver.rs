@@ -157,21 +157,20 @@ impl<'bound> Nvme<'bound> {
         }
         let depth = depth.min(ctrl.cap.max_queue_entries()) as u16;
         let buf = Coherent::<u8>::alloc(pdev.as_ref(), admin::IDENTIFY_SIZE, Gfp::KERNEL)?;
-        let id = IdentifyController::parse(&ctrl.admin.lock().identify(
-            &ctrl.bar,
-            command::CNS_CONTROLLER,
-            0,
-            &buf,
-        )?)?;
+        // A timed-out Identify kills the controller (`admin_command`) before `buf` goes.
+        let id =
+            IdentifyController::parse(&ctrl.admin_command(|admin, bar| {
+                admin.identify(bar, command::CNS_CONTROLLER, 0, &buf)
+            })?)?;
 
         // Older controllers do not have this structure: no limits then. Before 1.2 the CNS field
         // had two bits or one, and CNS 06h would be read as another.
         let nvm_id = if ctrl.version() >= regs::VS_1_2 {
-            ctrl.admin
-                .lock()
-                .identify(&ctrl.bar, command::CNS_NVM_CONTROLLER, 0, &buf)
-                .and_then(|data| IdentifyNvmController::parse(&data))
-                .unwrap_or_default()
+            ctrl.admin_command(|admin, bar| {
+                admin.identify(bar, command::CNS_NVM_CONTROLLER, 0, &buf)
+            })
+            .and_then(|data| IdentifyNvmController::parse(&data))
+            .unwrap_or_default()
         } else {
             IdentifyNvmController::default()
         };
@@ -184,7 +183,7 @@ impl<'bound> Nvme<'bound> {
 
         // One I/O queue pair per CPU, as far as the controller and the interrupt vectors go.
         let wanted = kernel::cpu::nr_cpu_ids().clamp(1, MAX_IO_QUEUES as u32) as u16;
-        let granted = ctrl.admin.lock().set_number_of_queues(&ctrl.bar, wanted)?;
+        let granted = ctrl.admin_command(|admin, bar| admin.set_number_of_queues(bar, wanted))?;
         let vectors = nvme.vectors.insert(pdev.alloc_irq_vectors(
             1,
             u32::from(granted),
@@ -246,19 +245,17 @@ impl<'bound> Nvme<'bound> {
         if id.mdts > 0 {
             max_transfer = max_transfer.min(ctrl.cap.min_page_size() << id.mdts);
         }
-        let list =
-            ctrl.admin
-                .lock()
-                .identify(&ctrl.bar, command::CNS_ACTIVE_NAMESPACES, 0, &buf)?;
+        let list = ctrl.admin_command(|admin, bar| {
+            admin.identify(bar, command::CNS_ACTIVE_NAMESPACES, 0, &buf)
+        })?;
         for nsid in list
             .chunks_exact(4)
             .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
             .take_while(|&nsid| nsid != 0 && nsid <= id.nn)
         {
-            let data = ctrl
-                .admin
-                .lock()
-                .identify(&ctrl.bar, command::CNS_NAMESPACE, nsid, &buf)?;
+            let data = ctrl.admin_command(|admin, bar| {
+                admin.identify(bar, command::CNS_NAMESPACE, nsid, &buf)
+            })?;
             let ns = IdentifyNamespace::parse(&data)?;
             if ns.nsze == 0 || ns.metadata_size != 0 || !(9..=12).contains(&ns.lba_shift) {
                 dev_info!(pdev, "namespace {} skipped: unsupported format\n", nsid);
@@ -419,8 +416,10 @@ impl Drop for Nvme<'_> {
         } else {
             let _ = ctrl.disable();
         }
-        // The controller does no DMA any more: the memory can go.
+        // The controller does no DMA any more: the memory can go, once the interrupt handlers that
+        // saw it alive have finished (they read the tag set).
         ctrl.stop();
+        ctrl.forget_irqs();
         self.tag_set = None;
         self.io_queues.clear();
         self.namespaces.clear();

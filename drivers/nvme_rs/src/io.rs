@@ -117,13 +117,22 @@ impl<'a> IoQueue<'a> {
         let (sq_doorbell, cq_doorbell) = doorbells(qid, ctrl.stride());
         let sq = SubmissionQueue::new(dev, depth, sq_doorbell)?;
         let cq = CompletionQueue::new(dev, depth, cq_doorbell)?;
+        // A timed-out creation kills the controller (`admin_command`) before `sq` and `cq` go.
+        ctrl.admin_command(|admin, bar| {
+            admin.create_io_cq(bar, qid, depth, cq.dma_handle(), vector)
+        })?;
+        if let Err(e) =
+            ctrl.admin_command(|admin, bar| admin.create_io_sq(bar, qid, depth, sq.dma_handle()))
         {
-            let mut admin = ctrl.admin.lock();
-            admin.create_io_cq(&ctrl.bar, qid, depth, cq.dma_handle(), vector)?;
-            if let Err(e) = admin.create_io_sq(&ctrl.bar, qid, depth, sq.dma_handle()) {
-                let _ = admin.delete_io_queue_pair(&ctrl.bar, qid);
-                return Err(e);
+            // There is no SQ, but the CQ lives on memory that goes with this error: delete it, or
+            // stop the controller if that fails (C's `adapter_delete_cq` on this path).
+            if ctrl
+                .admin_command(|admin, bar| admin.delete_io_cq(bar, qid))
+                .is_err()
+            {
+                ctrl.kill();
             }
+            return Err(e);
         }
         let queue = KBox::pin_init(
             try_pin_init!(Self {
@@ -220,15 +229,16 @@ impl<'a> IoQueue<'a> {
     /// Deletes the queue pair on the controller (orderly teardown only).
     pub(crate) fn delete(&self) -> Result {
         self.ctrl
-            .admin
-            .lock()
-            .delete_io_queue_pair(&self.ctrl.bar, self.qid)
+            .admin_command(|admin, bar| admin.delete_io_queue_pair(bar, self.qid))
     }
 
     /// Completes what the controller has posted, from outside the interrupt handler (a completion
     /// whose interrupt was lost): with the IRQ disabled, as the handler cannot run meanwhile.
     /// Returns how many. Sleeps.
     fn poll_completions(&self) -> usize {
+        // The cancelling must not end what this poll is completing, nor this poll what the
+        // cancelling ended: each sees the other's requests no longer in flight.
+        let _cancelling = self.ctrl.cancel_lock.lock();
         let _poller = self.poll_lock.lock();
         // SAFETY: A requested IRQ (`IoQueue::new` returns only a queue with its IRQ requested, and
         // it stays requested until the queue is dropped); enabled again below.
@@ -556,15 +566,26 @@ fn submit<'a>(
     // started by then, and the controller still enabled.
     rq.start();
     let mut sq = queue.sq.lock();
-    let pushed = sq.push(command);
-    if pushed.is_ok() {
-        queue.count_queued(&command, data_pointer);
+    if sq.push(command).is_err() {
+        // Not queued: the request is still the driver's to fail, with its data released. What
+        // earlier calls of the batch queued still goes to the controller.
+        let _ = sq.ring(&queue.ctrl.bar, queue.ctrl.shadow_doorbells());
+        drop(sq);
+        // SAFETY: Not on the queue, so the controller never saw it: the data is ours.
+        unsafe { &mut *rq.pdu() }.release();
+        return Err(Status::IOERR);
     }
-    if last || pushed.is_err() {
-        sq.ring(&queue.ctrl.bar, queue.ctrl.shadow_doorbells())
-            .map_err(|_| Status::IOERR)?;
+    queue.count_queued(&command, data_pointer);
+    if last
+        && sq
+            .ring(&queue.ctrl.bar, queue.ctrl.shadow_doorbells())
+            .is_err()
+    {
+        // The command is on the queue, so the request must not be failed here: the controller
+        // fetches it at the next doorbell, or the timeout handler finishes it.
+        dev_warn!(queue.ctrl.pdev, "QID {} doorbell write failed\n", queue.qid);
     }
-    pushed.map_err(|_| Status::IOERR)
+    Ok(())
 }
 
 /// Read and write commands sent: with PRPs, with SGLs (the two add up to all), and with FUA; and
@@ -952,23 +973,37 @@ unsafe extern "C" fn timeout(rq: *mut bindings::request) -> bindings::blk_eh_tim
 /// A request took too long: find out why and make sure it ends.
 fn handle_timeout(queue: &IoQueue<'_>, rq: &Request<Pdu<'_>>) -> TimeoutAction {
     let ctrl = &queue.ctrl;
+    if ctrl.is_dead() {
+        // Once the controller is dead only the cancelling ends requests (as the C driver leaves
+        // them to `nvme_dev_disable`): it has ended this one, or will. `kill` is done at once when
+        // it ran before.
+        ctrl.kill();
+        return TimeoutAction::Done;
+    }
     // A completion whose interrupt was lost.
     queue.poll_completions();
-    if rq.is_completed() {
+    // Ended by that poll, the interrupt handler or the cancelling (a batch completion goes straight
+    // back to idle): only a request still in flight is this handler's to finish, as in C.
+    if !rq.is_in_flight() {
         return TimeoutAction::Done;
     }
     // SAFETY: Only the atomics are read while the request may still complete elsewhere.
     let pdu = unsafe { &*rq.pdu() };
-    if pdu.device_done.load(Ordering::Acquire) || ctrl.is_dead() {
-        // The controller is done with the data (or disabled), but the completion was lost: nothing
-        // else will end the request.
+    if pdu.device_done.load(Ordering::Acquire) {
+        // The controller is done with the data, but the completion was lost (fault injection):
+        // nothing else ends the request but a cancelling, which this lock keeps out.
+        let _cancelling = ctrl.cancel_lock.lock();
+        if !rq.is_in_flight() {
+            return TimeoutAction::Done;
+        }
         dev_warn!(
             ctrl.pdev,
             "I/O {} QID {} timed out after completion\n",
             rq.tag(),
             queue.qid
         );
-        // SAFETY: Not in flight on the controller and not completed: the data is ours.
+        // SAFETY: Done on the controller, in flight, and the cancel lock keeps everything else
+        // that ends requests away: the data is ours.
         unsafe { &mut *rq.pdu() }.release();
         rq.end(Status::TIMEOUT);
         return TimeoutAction::Done;
@@ -980,7 +1015,7 @@ fn handle_timeout(queue: &IoQueue<'_>, rq: &Request<Pdu<'_>>) -> TimeoutAction {
             rq.tag(),
             queue.qid
         );
-        let aborting = ctrl.admin.lock().abort(&ctrl.bar, queue.qid, rq.tag());
+        let aborting = ctrl.admin_command(|admin, bar| admin.abort(bar, queue.qid, rq.tag()));
         if let Ok(true) = aborting {
             // The command completes with "Command Abort Requested" through the normal path.
             return TimeoutAction::ResetTimer;
@@ -999,14 +1034,16 @@ fn handle_timeout(queue: &IoQueue<'_>, rq: &Request<Pdu<'_>>) -> TimeoutAction {
 }
 
 /// Ends every request of `set` that is still in flight with "host aborted". The controller is
-/// disabled and no interrupt handler runs.
+/// disabled, no interrupt handler runs, and the caller holds the controller's cancel lock.
 ///
 /// # Safety
 ///
 /// `set` is the live tag set of this driver's I/O queues.
 pub(crate) unsafe fn cancel_all(set: *mut bindings::blk_mq_tag_set) {
     let cancel = |rq: &Request<Pdu<'_>>| {
-        if rq.is_completed() {
+        // Completed or ended already (by the interrupt handler before it stopped, a poll or a
+        // timeout handler, all of which finished before the caller took the cancel lock).
+        if !rq.is_in_flight() {
             return;
         }
         // SAFETY: The pdu was initialised by `init_request`; only its atomics are shared.
@@ -1014,7 +1051,8 @@ pub(crate) unsafe fn cancel_all(set: *mut bindings::blk_mq_tag_set) {
         pdu.status
             .store(command::SC_HOST_ABORTED, Ordering::Relaxed);
         pdu.device_done.store(true, Ordering::Release);
-        rq.complete();
+        // Even a request whose completion fault injection would lose: nothing else ends it now.
+        rq.complete_now();
     };
     // SAFETY: By the function's safety requirement.
     unsafe { blk::for_each_busy_raw(set, cancel) };
