@@ -528,13 +528,17 @@ impl E1000<'_> {
     pub(crate) fn stop(&self) {
         self.netdev.stop_queue();
         self.running.store(false, Ordering::Release);
-        reset(&self.bar);
-        // SAFETY: `irq` is requested (type invariant); this waits for a running handler.
-        unsafe { bindings::synchronize_irq(self.irq) };
+        // Before the reset masks every interrupt, as the C driver's `e1000_down` does: a poll or a
+        // transmit that saw the interface running may still unmask some (IMS), and must be over
+        // when the final IMC is written. None starts after: the handler and the reap timer see
+        // `running` false.
         self.netdev.napi().disable();
         // Only a poll wakes the stopped queue (a transmit that restarts it is still running): once
         // NAPI is disabled, this waits for the last transmit and none follows.
         self.netdev.disable_transmit();
+        reset(&self.bar);
+        // SAFETY: `irq` is requested (type invariant); this waits for a running handler.
+        unsafe { bindings::synchronize_irq(self.irq) };
         // Nothing arms it any more: transmit and the poll have stopped.
         self.reap_timer.disarm_sync();
         self.netdev.set_carrier(false);
