@@ -204,6 +204,16 @@ echo 0 >/sys/block/rsnvme0n1/io-timeout-fail
 check timeout-handled sh -c 'dmesg | grep -q "nvme_rs.*timed out"'
 check io-after-timeout blkio verify /dev/rsnvme0n1 101 32
 
+# Stale and duplicated completions (a test-only injection point: each of the first 4 completions
+# after the load comes twice more, as it was and with another command id generation): every copy
+# is ignored and counted, none is taken, and the data is right.
+check reload-injecting-duplicates reload test_duplicate_completions=4
+check io-with-duplicates blkio verify /dev/rsnvme0n1 101 32
+check duplicates-ignored sh -c 'test "$(dmesg | grep -c "nvme_rs.*ignored completion")" -eq 8'
+check no-injected-completion-taken sh -c '! dmesg | grep -q "injected bad completion"'
+check reload-after-duplicates reload
+check duplicates-counted sh -c 'dmesg | grep -q "nvme_rs.* 8 completions ignored"'
+
 # A command the controller keeps past the timeout, which Abort cannot end (QEMU's never does): the
 # host throttles the namespace to a byte a second. The driver disables the controller and fails
 # all I/O until it is reloaded; the C driver's disk is not touched.

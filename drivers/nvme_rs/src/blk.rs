@@ -27,7 +27,6 @@ extern "C" {
         queuedata: *mut c_void,
     ) -> *mut c_void;
     fn nvme_rs_fops() -> *const c_void;
-    fn nvme_rs_rq_in_flight(rq: *mut c_void) -> bool;
     fn nvme_rs_should_fake_timeout(q: *mut c_void) -> bool;
     fn nvme_rs_tag_to_rq(tags: *mut c_void, tag: c_uint) -> *mut c_void;
     fn nvme_rs_page_address(page: *mut c_void) -> *mut c_void;
@@ -269,9 +268,13 @@ impl<P> Request<P> {
     /// Whether the request is started and not yet completed (`MQ_RQ_IN_FLIGHT`): in any other
     /// state it is blk-mq's, completed (`MQ_RQ_COMPLETE`) or already ended (`MQ_RQ_IDLE`, which a
     /// batch completion goes straight back to), and the driver must not end it again.
+    #[inline]
     pub(crate) fn is_in_flight(&self) -> bool {
-        // SAFETY: A live request.
-        unsafe { nvme_rs_rq_in_flight(self.as_raw().cast()) }
+        // SAFETY: A live request. This is `blk_mq_rq_state`'s `READ_ONCE` of the field, which
+        // blk-mq changes concurrently.
+        let state =
+            unsafe { core::ptr::read_volatile(core::ptr::addr_of!((*self.as_raw()).state)) };
+        state == bindings::mq_rq_state_MQ_RQ_IN_FLIGHT
     }
 }
 

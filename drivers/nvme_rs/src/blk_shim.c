@@ -31,11 +31,6 @@ const struct block_device_operations *nvme_rs_fops(void)
 	return &nvme_rs_block_ops;
 }
 
-bool nvme_rs_rq_in_flight(struct request *rq)
-{
-	return blk_mq_rq_state(rq) == MQ_RQ_IN_FLIGHT;
-}
-
 bool nvme_rs_should_fake_timeout(struct request_queue *q)
 {
 	return blk_should_fake_timeout(q);

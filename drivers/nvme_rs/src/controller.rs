@@ -65,6 +65,9 @@ pub(crate) struct Controller<'a> {
     /// The Linux IRQ numbers of the I/O queues, once requested.
     irqs: [AtomicU32; MAX_IO_QUEUES],
     nr_irqs: AtomicUsize,
+    /// Test only (`test_duplicate_completions`): how many more I/O completions are delivered
+    /// twice more, as a duplicate and with another generation.
+    duplicates_to_inject: AtomicU32,
 }
 
 impl<'a> Controller<'a> {
@@ -105,6 +108,9 @@ impl<'a> Controller<'a> {
             tag_set: AtomicPtr::new(core::ptr::null_mut()),
             irqs: [const { AtomicU32::new(0) }; MAX_IO_QUEUES],
             nr_irqs: AtomicUsize::new(0),
+            duplicates_to_inject: AtomicU32::new(
+                crate::module_parameters::test_duplicate_completions.value(),
+            ),
         })
         .pin_chain(|ctrl| {
             ctrl.disable()?;
@@ -171,6 +177,16 @@ impl<'a> Controller<'a> {
             self.kill();
         }
         result
+    }
+
+    /// Test only: whether this completion is to be delivered again (`test_duplicate_completions`).
+    #[inline]
+    pub(crate) fn take_injected_duplicate(&self) -> bool {
+        self.duplicates_to_inject.load(Ordering::Relaxed) > 0
+            && self
+                .duplicates_to_inject
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+                .is_ok()
     }
 
     /// Whether I/O has been stopped for good.

@@ -60,6 +60,11 @@ kernel::module_pci_driver! {
             description: "Seconds an I/O command may take before the driver aborts it \
                 (0: blk-mq's default, 30)",
         },
+        test_duplicate_completions: u32 {
+            default: 0,
+            description: "Test only: the first N I/O completions come twice more, as a duplicate \
+                and with another command id generation; each copy must be ignored",
+        },
     },
 }
 
@@ -408,6 +413,18 @@ impl Drop for Nvme<'_> {
             sent.dsm,
             sent.dsm_ranges
         );
+        let ignored: u64 = self
+            .io_queues
+            .iter()
+            .map(|queue| queue.ignored_completions())
+            .sum();
+        if ignored > 0 {
+            dev_warn!(
+                ctrl.pdev,
+                "{} completions ignored (stale, duplicated or unknown command ids)\n",
+                ignored
+            );
+        }
         if ctrl.is_present() && !ctrl.is_dead() {
             for queue in self.io_queues.iter() {
                 let _ = queue.delete();

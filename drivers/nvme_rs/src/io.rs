@@ -9,7 +9,7 @@
 //! request completes.
 
 use core::cell::UnsafeCell;
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU16, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU16, AtomicU64, AtomicU8, Ordering};
 
 use kernel::{
     bindings,
@@ -33,6 +33,18 @@ use crate::regs::PAGE_SIZE;
 pub(crate) const MAX_SEGMENTS: usize = PRP_LIST_ENTRIES + 1;
 /// The largest request in bytes.
 pub(crate) const MAX_TRANSFER: usize = PRP_LIST_ENTRIES * PAGE_SIZE;
+
+/// A command identifier is the request's tag in its low 12 bits (queues hold at most 4,095
+/// entries) and the request's generation, counted up at every submission, in the high 4 (C's
+/// `nvme_cid`): a stale or duplicated completion names a generation the request has left.
+const CID_TAG_BITS: u32 = 12;
+const CID_TAG_MASK: u16 = (1 << CID_TAG_BITS) - 1;
+const GENERATION_MASK: u8 = 0xf;
+
+/// The command identifier of a request's current submission.
+fn command_id(tag: u16, generation: u8) -> u16 {
+    (tag & CID_TAG_MASK) | (u16::from(generation & GENERATION_MASK) << CID_TAG_BITS)
+}
 /// The bytes of an SGL Data Block descriptor.
 const SGL_DESCRIPTOR_BYTES: usize = 16;
 // A list block holds a PRP list, and an SGL descriptor for every segment.
@@ -98,6 +110,9 @@ pub(crate) struct IoQueue<'a> {
     /// Dataset Management commands sent, and their ranges; counted as the ones above.
     dsm_commands: AtomicU64,
     dsm_ranges: AtomicU64,
+    /// Completions that named no request of that generation in flight (see
+    /// [`IoQueue::valid_request`]).
+    ignored_completions: AtomicU64,
     irq: u32,
     irq_requested: AtomicBool,
 }
@@ -149,6 +164,7 @@ impl<'a> IoQueue<'a> {
                 fua_commands: AtomicU64::new(0),
                 dsm_commands: AtomicU64::new(0),
                 dsm_ranges: AtomicU64::new(0),
+                ignored_completions: AtomicU64::new(0),
                 irq,
                 irq_requested: AtomicBool::new(false),
             }),
@@ -226,6 +242,50 @@ impl<'a> IoQueue<'a> {
         }
     }
 
+    /// Completions ignored: stale, duplicated or naming no command.
+    pub(crate) fn ignored_completions(&self) -> u64 {
+        self.ignored_completions.load(Ordering::Relaxed)
+    }
+
+    /// The request completion `cid` names, if the controller may complete it now: a request of
+    /// this queue, of that generation, in flight, whose completion was not seen yet. Anything else
+    /// (a stale completion of an earlier submission, a duplicate, a command id the driver never
+    /// sent) is counted, reported and ignored: completing it would end a request twice or end the
+    /// wrong one.
+    ///
+    /// # Safety
+    ///
+    /// `tags` are this queue's blk-mq tags, and the caller owns the completion queue.
+    #[inline]
+    unsafe fn valid_request<'r>(
+        &self,
+        tags: *mut bindings::blk_mq_tags,
+        cid: u16,
+    ) -> Option<&'r Request<Pdu<'a>>> {
+        // SAFETY: By the function's safety requirement; the requests carry a `Pdu`.
+        let rq = unsafe { blk::tag_to_rq::<Pdu<'a>>(tags, cid & CID_TAG_MASK) };
+        let valid = rq.filter(|rq| {
+            // SAFETY: The pdu was initialised by `init_request`; only its atomics are read.
+            let pdu = unsafe { &*rq.pdu() };
+            pdu.command_id(rq) == cid
+                && rq.is_in_flight()
+                && !pdu.device_done.load(Ordering::Acquire)
+        });
+        if valid.is_none() {
+            let ignored = self.ignored_completions.fetch_add(1, Ordering::Relaxed);
+            // A device that floods them gets a few lines, then only the count at removal.
+            if ignored < 8 {
+                dev_warn!(
+                    self.ctrl.pdev,
+                    "QID {}: ignored completion {:#x}: no request of that generation in flight\n",
+                    self.qid,
+                    cid
+                );
+            }
+        }
+        valid
+    }
+
     /// Deletes the queue pair on the controller (orderly teardown only).
     pub(crate) fn delete(&self) -> Result {
         self.ctrl
@@ -272,21 +332,27 @@ impl<'a> IoQueue<'a> {
                 if tags.is_null() {
                     continue;
                 }
-                // SAFETY: `tags` are this queue's blk-mq tags (type invariant), whose requests
-                // carry a `Pdu`.
-                let Some(rq) = (unsafe { blk::tag_to_rq::<Pdu<'_>>(tags, done.cid) }) else {
-                    dev_warn!(
-                        self.ctrl.pdev,
-                        "completion for unknown command {}\n",
-                        done.cid
-                    );
+                let duplicates = self.ctrl.take_injected_duplicate();
+                // SAFETY: `tags` are this queue's blk-mq tags (type invariant).
+                let Some(rq) = (unsafe { self.valid_request(tags, done.cid) }) else {
                     continue;
                 };
                 // SAFETY: The pdu was initialised by `init_request`; only its atomics are shared.
                 let pdu = unsafe { &*rq.pdu() };
                 let status = done.status_field();
                 pdu.status.store(status, Ordering::Relaxed);
+                // The completion path alone sets it while the request is in flight: a poller and
+                // the handler never run at once, and the cancelling only after both stopped.
                 pdu.device_done.store(true, Ordering::Release);
+                if duplicates {
+                    // Test only: the same completion again, and once with another generation.
+                    for cid in [done.cid, done.cid ^ (1 << CID_TAG_BITS)] {
+                        // SAFETY: As above.
+                        if unsafe { self.valid_request(tags, cid) }.is_some() {
+                            dev_err!(self.ctrl.pdev, "injected bad completion {:#x} taken\n", cid);
+                        }
+                    }
+                }
                 // A lost completion (fault injection) is left to the timeout handler.
                 if rq.should_fake_timeout() {
                     continue;
@@ -357,6 +423,9 @@ pub(crate) struct Pdu<'a> {
     device_done: AtomicBool,
     /// The timeout handler asked the controller to abort the command.
     aborted: AtomicBool,
+    /// The generation of the command identifier (see [`command_id`]); written at submission,
+    /// read by the completion path, which may see a stale completion at any time.
+    generation: AtomicU8,
 }
 
 impl<'a> Pdu<'a> {
@@ -369,7 +438,13 @@ impl<'a> Pdu<'a> {
             status: AtomicU16::new(0),
             device_done: AtomicBool::new(false),
             aborted: AtomicBool::new(false),
+            generation: AtomicU8::new(0),
         }
+    }
+
+    /// The command identifier of `rq`'s current submission.
+    fn command_id(&self, rq: &Request<Pdu<'_>>) -> u16 {
+        command_id(rq.tag(), self.generation.load(Ordering::Relaxed))
     }
 
     /// Makes room for `MAX_SEGMENTS` mappings, once per request: with up to 1,024 requests per
@@ -545,7 +620,6 @@ fn submit<'a>(
     }
     let mut command = Command {
         nsid: ns.nsid,
-        cid: rq.tag(),
         ..Command::default()
     };
     let data_pointer = {
@@ -554,6 +628,9 @@ fn submit<'a>(
         pdu.status.store(0, Ordering::Relaxed);
         pdu.device_done.store(false, Ordering::Relaxed);
         pdu.aborted.store(false, Ordering::Relaxed);
+        let generation = pdu.generation.load(Ordering::Relaxed).wrapping_add(1) & GENERATION_MASK;
+        pdu.generation.store(generation, Ordering::Relaxed);
+        command.cid = command_id(rq.tag(), generation);
         match prepare(queue, ns, rq, pdu, &mut command) {
             Ok(pointer) => pointer,
             Err(status) => {
@@ -1015,7 +1092,8 @@ fn handle_timeout(queue: &IoQueue<'_>, rq: &Request<Pdu<'_>>) -> TimeoutAction {
             rq.tag(),
             queue.qid
         );
-        let aborting = ctrl.admin_command(|admin, bar| admin.abort(bar, queue.qid, rq.tag()));
+        let cid = pdu.command_id(rq);
+        let aborting = ctrl.admin_command(|admin, bar| admin.abort(bar, queue.qid, cid));
         if let Ok(true) = aborting {
             // The command completes with "Command Abort Requested" through the normal path.
             return TimeoutAction::ResetTimer;
