@@ -13,6 +13,8 @@ const CASES: &[(&str, &str)] = &[
     ("mask_set_while_mapped", "error[E0133]"),
     ("cpu_view_without_unsafe", "error[E0133]"),
     ("write_from_device_buffer", "error[E0594]"),
+    ("deref_element", "error[E0283]"),
+    ("union_bool_field", "error[E0277]"),
 ];
 
 #[test]

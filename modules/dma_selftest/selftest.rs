@@ -305,7 +305,8 @@ fn run_all(dev: &Device<Bound>, report: &mut Report) {
         // SAFETY: As above; out of range is refused before anything is synced.
         let outside = unsafe { mapping.sync_range_for_cpu(2995, 6) }.map(drop);
         expect_err(outside, EINVAL)?;
-        let back = mapping.unmap();
+        // SAFETY: The device was never told of this buffer.
+        let back = unsafe { mapping.unmap() };
         expect(
             back.len() == 3000
                 && back[0] == 0xff
@@ -471,7 +472,8 @@ fn run_all(dev: &Device<Bound>, report: &mut Report) {
         expect(total == 3 * PAGE_SIZE)?;
         mapped.sync_for_cpu();
         mapped.sync_for_device();
-        let table = mapped.unmap();
+        // SAFETY: The device was never told of these pages.
+        let table = unsafe { mapped.unmap() };
         // The bytes went in before the mapping and come back after it, across page edges.
         let mut back = KVec::from_elem(0u8, 3 * PAGE_SIZE, GFP_KERNEL)?;
         table.read(0, &mut back)?;
@@ -561,7 +563,8 @@ fn device_round_trips(dev: &Device<Bound>, bar: &Bar0<'_>, report: &mut Report) 
             .map_err(|(e, _)| e)?;
         let (address, _) = mapped.segments().next().ok_or(EBADE)?;
         edu_copy(bar, address, len, true)?;
-        let table = mapped.unmap();
+        // SAFETY: `edu_copy` returned after edu finished the transfer; edu is given nothing else.
+        let table = unsafe { mapped.unmap() };
         let mut back = KVec::from_elem(0u8, len, GFP_KERNEL)?;
         table.read(0, &mut back)?;
         expect(back.iter().enumerate().all(|(i, &b)| b == pattern(i, 0xc3)))

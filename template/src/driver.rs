@@ -250,8 +250,9 @@ impl Edu<'_> {
             let view = unsafe { from_device.sync_for_cpu() };
             verify(self.pdev, "streaming", &view, 0xa5)?;
         }
-        let back = from_device.unmap();
-        drop(to_device.unmap());
+        // SAFETY: As above: both transfers are over, and edu is given neither buffer again.
+        let back = unsafe { from_device.unmap() };
+        drop(to_device);
         verify(self.pdev, "streaming (unmapped)", &back, 0xa5)
     }
 }

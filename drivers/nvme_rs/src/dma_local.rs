@@ -14,8 +14,9 @@
 //!   [`Pool`] for small coherent blocks (descriptor lists).
 //! - [`Streaming`]: a buffer mapped for streaming DMA in a direction fixed by its type;
 //!   [`NonCoherent`], memory allocated for the device that needs syncs as streaming mappings do;
-//!   [`SgTable`], pages the device reaches through a scatter-gather list. The CPU reaches any of
-//!   them only through a [`CpuView`], whose making states that the device is done.
+//!   [`SgTable`], pages the device reaches through a scatter-gather list. While the device may
+//!   use them, the CPU reaches them only through a [`CpuView`], or by unmapping them; both are
+//!   `unsafe`, their caller stating that the device is done.
 //! - [`Mapping`]: a streaming mapping of memory owned elsewhere (socket buffers, a block request's
 //!   pages).
 //! - Probe-time set-up: [`set_mask`], [`set_coherent_mask`], [`set_mask_and_coherent`],
@@ -522,6 +523,13 @@ impl<'a, T: AsBytes + FromBytes> Coherent<'a, T> {
     /// meaning.
     const NOT_ZERO_SIZED: () = assert!(size_of::<T>() != 0, "DMA of a zero-sized type");
 
+    /// Evaluated at compile time for every `T` that is allocated: allocations are page-aligned
+    /// (an IOMMU's or a remap's `vmap` address is no more), so elements may need no more.
+    const ALIGN_FITS: () = assert!(
+        core::mem::align_of::<T>() <= PAGE_SIZE,
+        "DMA elements aligned beyond a page"
+    );
+
     /// Allocates `count` elements for `dev`, zeroed.
     pub(crate) fn alloc(dev: &'a Device<Bound>, count: usize, gfp: Gfp) -> Result<Self> {
         Self::alloc_attrs(dev, count, gfp, Attrs::NONE)
@@ -540,6 +548,7 @@ impl<'a, T: AsBytes + FromBytes> Coherent<'a, T> {
         attrs: Attrs,
     ) -> Result<Self> {
         let () = Self::NOT_ZERO_SIZED;
+        let () = Self::ALIGN_FITS;
         if count == 0
             || attrs.contains(Attrs::NO_KERNEL_MAPPING)
             || attrs.contains(Attrs::CC_SHARED)
@@ -698,28 +707,63 @@ impl<T: AsBytes + FromBytes> Drop for Coherent<'_, T> {
     }
 }
 
+/// What the field macros [`dma_read!`] and [`dma_write!`] call; not for drivers.
+#[doc(hidden)]
+pub(crate) mod __field_access {
+    use kernel::transmute::FromBytes;
+
+    /// Implemented twice for a type that implements `Deref`, so that [`no_deref`] cannot infer
+    /// which impl it means for one, and does not compile (E0283).
+    pub(crate) trait NotDeref<Which> {}
+    impl<T: ?Sized> NotDeref<()> for T {}
+    /// The marker of the second impl.
+    pub(crate) struct ImplementsDeref;
+    impl<T: ?Sized + core::ops::Deref> NotDeref<ImplementsDeref> for T {}
+
+    /// Compiles only for an element type that does not implement `Deref`: `(*ptr).field` then
+    /// names a field of the element itself, never one reached through `Deref::deref`, which
+    /// would make a reference to the element in device memory (and skip the bounds check).
+    #[inline(always)]
+    pub(crate) fn no_deref<T: ?Sized + NotDeref<Which>, Which>(_: *const T) {}
+
+    /// A volatile load of a field of a type that takes any bytes, so that no union field of a
+    /// type with invalid values (a `bool`) is read.
+    ///
+    /// # Safety
+    ///
+    /// `field` is valid for reads and aligned.
+    #[inline(always)]
+    pub(crate) unsafe fn read<F: FromBytes>(field: *const F) -> F {
+        // SAFETY: By the function's safety requirement; any bytes are a valid `F`.
+        unsafe { field.read_volatile() }
+    }
+}
+
 /// Reads one field of one element of a [`Coherent`] with a volatile load, never making a reference:
-/// `dma_read!(ring, index, status)` or `dma_read!(ring, index, addr.low)`. Evaluates to
-/// `Result<F>`. The allocation is a `Coherent` (or a reference to one) and nothing else: the macro
-/// reaches it through `crate::dma_local::Coherent` by path. A field of a `#[repr(packed)]` type is
-/// refused at compile time (E0793), as a volatile access to an unaligned field is undefined.
+/// `dma_read!(ring, index, status)`. Evaluates to `Result<F>`. The allocation is a `Coherent` (or
+/// a reference to one) and nothing else: the macro reaches it through `crate::dma_local::Coherent`
+/// by path. It refuses at compile time an element type that implements `Deref` (E0283: the field
+/// could be reached through a reference), a field of a `#[repr(packed)]` type (E0793: a volatile
+/// access to an unaligned field is undefined), and a field whose type is not `FromBytes` (E0277).
+/// One field deep: read a nested struct whole and take its part.
 #[macro_export]
 macro_rules! dma_read {
-    ($alloc:expr, $index:expr, $($field:ident).+) => {
+    ($alloc:expr, $index:expr, $field:ident) => {
         match $crate::dma_local::Coherent::__dma_read_ptr(&$alloc, $index) {
             Ok(ptr) => {
+                $crate::dma_local::__field_access::no_deref(ptr);
                 // Never called: only type-checked, so that a field of a packed type, which no
                 // reference may point to, fails to compile (E0793).
                 let _aligned = || {
                     // SAFETY: Not executed.
-                    let _ = unsafe { &(*ptr).$($field).+ };
+                    let _ = unsafe { &(*ptr).$field };
                 };
-                // SAFETY: `ptr` points to an element in bounds; `addr_of!` projects to a field
-                // (only field names are accepted) without making a reference; the field is plain
-                // data, read with a volatile load because the device may write it.
-                let field = unsafe { ::core::ptr::addr_of!((*ptr).$($field).+) };
-                // SAFETY: As above: in bounds, aligned (checked at compile time above), plain data.
-                Ok(unsafe { ::core::ptr::read_volatile(field) })
+                // SAFETY: `ptr` points to an element in bounds; `addr_of!` projects to a field of
+                // the element itself (it has no `Deref`) without making a reference.
+                let field = unsafe { ::core::ptr::addr_of!((*ptr).$field) };
+                // SAFETY: In bounds, aligned (checked at compile time above); volatile, because
+                // the device may write it.
+                Ok(unsafe { $crate::dma_local::__field_access::read(field) })
             }
             Err(e) => Err::<_, ::kernel::error::Error>(e),
         }
@@ -729,21 +773,22 @@ macro_rules! dma_read {
 /// Writes one field of one element of a [`Coherent`] with a volatile store:
 /// `dma_write!(ring, index, status, 0)?`. Needs `&mut` access to the allocation: the macro borrows
 /// it as `&mut Coherent`, so a shared reference does not compile. As [`dma_read!`], it takes only a
-/// `Coherent` and refuses packed types.
+/// `Coherent`, one field deep, and refuses element types with `Deref` and packed types.
 #[macro_export]
 macro_rules! dma_write {
-    ($alloc:expr, $index:expr, $($field:ident).+, $value:expr) => {{
+    ($alloc:expr, $index:expr, $field:ident, $value:expr) => {{
         let value = $value;
         match $crate::dma_local::Coherent::__dma_write_ptr(&mut $alloc, $index) {
             Ok(ptr) => {
+                $crate::dma_local::__field_access::no_deref(ptr);
                 // Never called: only type-checked, to refuse packed types (see `dma_read!`).
                 let _aligned = || {
                     // SAFETY: Not executed.
-                    let _ = unsafe { &(*ptr).$($field).+ };
+                    let _ = unsafe { &(*ptr).$field };
                 };
                 // SAFETY: As in `dma_read!`; the caller holds `&mut` of the allocation, so no other
                 // CPU access races with the store.
-                let field = unsafe { ::core::ptr::addr_of_mut!((*ptr).$($field).+) };
+                let field = unsafe { ::core::ptr::addr_of_mut!((*ptr).$field) };
                 // SAFETY: As above.
                 unsafe { ::core::ptr::write_volatile(field, value) };
                 Ok(())
@@ -1118,7 +1163,8 @@ impl Drop for Mapping<'_> {
 /// [`Streaming::unmap`] gives it back.
 ///
 /// While mapped the buffer belongs to the device. The CPU reaches it only through a [`CpuView`]
-/// from [`Streaming::sync_for_cpu`], whose caller states that the device is done with it.
+/// from [`Streaming::sync_for_cpu`], or by [`Streaming::unmap`]; the caller of either states that
+/// the device is done with it.
 ///
 /// # Invariants
 ///
@@ -1191,7 +1237,8 @@ impl<'a, D: DataDirection> Streaming<'a, D> {
     ///
     /// # Safety
     ///
-    /// As for [`Streaming::sync_for_cpu`], for those bytes.
+    /// As for [`Streaming::sync_for_cpu`], for every cache line those bytes touch: on a platform
+    /// without coherent DMA, the syncs write back and invalidate whole lines.
     pub(crate) unsafe fn sync_range_for_cpu(
         &mut self,
         offset: usize,
@@ -1217,7 +1264,14 @@ impl<'a, D: DataDirection> Streaming<'a, D> {
     }
 
     /// Unmaps the buffer and gives it back, with whatever the device wrote into it.
-    pub(crate) fn unmap(self) -> KVec<u8> {
+    ///
+    /// # Safety
+    ///
+    /// As for [`Streaming::sync_for_cpu`]: the device has finished every access to the buffer, and
+    /// is given none of it any more. (Dropping the `Streaming` instead needs no promise: the CPU
+    /// never sees the bytes; that the device is stopped before memory it uses is freed is the
+    /// driver's duty with any DMA API.)
+    pub(crate) unsafe fn unmap(self) -> KVec<u8> {
         drop(self.mapping);
         self.buf
     }
@@ -1233,7 +1287,8 @@ impl<'a, D: DataDirection> Streaming<'a, D> {
 /// # Invariants
 ///
 /// `cpu`/`handle` are `len > 0` bytes from `dma_alloc_noncoherent(dev, len, .., D, ..)`, not yet
-/// freed; outside a `CpuView` they are synced for the device.
+/// freed. (Outside a `CpuView` they are synced for the device, unless a view was leaked with
+/// `mem::forget`; soundness does not rest on that, only coherence.)
 pub(crate) struct NonCoherent<'a, D: DataDirection> {
     dev: &'a Device<Bound>,
     cpu: NonNull<u8>,
@@ -1249,7 +1304,10 @@ unsafe impl<D: DataDirection> Sync for NonCoherent<'_, D> {}
 
 impl<'a, D: DataDirection> NonCoherent<'a, D> {
     /// Allocates `len` bytes for `dev` in direction `D`, zeroed, and hands them to the device.
-    /// `EINVAL` for zero bytes, `ENOMEM` when the kernel has no such memory.
+    /// `EINVAL` for zero bytes, `ENOMEM` when the kernel has no such memory. (Where handing a
+    /// `FromDevice` buffer to the device invalidates the CPU's cache, as on MIPS or 32-bit Arm,
+    /// the zeroes may not reach memory: such a buffer holds what the device writes, and until then
+    /// any bytes, which are all valid `u8`s.)
     pub(crate) fn alloc(dev: &'a Device<Bound>, len: usize, _dir: D, gfp: Gfp) -> Result<Self> {
         if len == 0 {
             return Err(EINVAL);
@@ -1318,7 +1376,7 @@ impl<'a, D: DataDirection> NonCoherent<'a, D> {
     ///
     /// # Safety
     ///
-    /// As for [`Streaming::sync_for_cpu`], for those bytes.
+    /// As for [`Streaming::sync_range_for_cpu`].
     pub(crate) unsafe fn sync_range_for_cpu(
         &mut self,
         offset: usize,
@@ -1569,7 +1627,12 @@ impl MappedSgTable<'_> {
     }
 
     /// Unmaps the table and gives it back, with whatever the device wrote into its pages.
-    pub(crate) fn unmap(self) -> SgTable {
+    ///
+    /// # Safety
+    ///
+    /// The device has finished every access to the pages, and is given none of them any more (as
+    /// for [`Streaming::unmap`]).
+    pub(crate) unsafe fn unmap(self) -> SgTable {
         let mut this = core::mem::ManuallyDrop::new(self);
         this.unmap_in_place();
         // SAFETY: Read once out of a value that is never dropped.
@@ -1650,8 +1713,10 @@ unsafe impl<T: AsBytes + FromBytes + Send> Sync for Pool<'_, T> {}
 
 impl<'a, T: AsBytes + FromBytes> Pool<'a, T> {
     /// A pool called `name` of blocks of `count` elements, aligned to `align` bytes (a power of
-    /// two, at least `T`'s alignment), never crossing a `boundary` (a power of two no smaller than
-    /// a block, or 0 for none). `EINVAL` for anything else, `ENOMEM` when the pool cannot be made.
+    /// two, at least `T`'s alignment, at most a page), never crossing a `boundary` (a power of two
+    /// no smaller than a block, or 0 for none). `EINVAL` for anything else; `ENOMEM` when the pool
+    /// cannot be made, which includes a boundary smaller than the block once `dma_pool` has
+    /// rounded its size up to the alignment.
     pub(crate) fn new(
         dev: &'a Device<Bound>,
         name: &'static CStr,
@@ -1660,7 +1725,13 @@ impl<'a, T: AsBytes + FromBytes> Pool<'a, T> {
         boundary: usize,
     ) -> Result<Self> {
         let () = Coherent::<T>::NOT_ZERO_SIZED;
-        if count == 0 || !align.is_power_of_two() || align < core::mem::align_of::<T>() {
+        let () = Coherent::<T>::ALIGN_FITS;
+        // Blocks come from page-aligned coherent memory: no more alignment than a page.
+        if count == 0
+            || !align.is_power_of_two()
+            || align < core::mem::align_of::<T>()
+            || align > PAGE_SIZE
+        {
             return Err(EINVAL);
         }
         let size = byte_len::<T>(count)?;
