@@ -1,7 +1,7 @@
 //! e1000_rs end to end: two VMs joined by a UDP socket netdev pair on 127.0.0.1; the DUT runs
 //! e1000_rs, the peer the C e1000.
 
-use harness::{Scenario, SocketLink, Vm};
+use harness::{Qmp, Scenario, SocketLink, Vm};
 
 const E1000_C: &str = "drivers/net/ethernet/intel/e1000/e1000.ko";
 
@@ -155,6 +155,20 @@ check close-open sh -c 'ip link set eth0 down && ip link set eth0 up'
 check reopened-carrier wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
 check reopened-changed-address-ping wait_for 30 ping -c 1 -W 1 $PEER
 
+# Closed while traffic runs: every interrupt stays masked (the host reads IMS through QEMU's
+# monitor), however the close met the poll and the transmit path. Open and idle, some are unmasked:
+# the read sees the register.
+request interrupts-unmasked
+ping -i 0.01 -c 300 -W 1 $PEER >/dev/null 2>&1 &
+pinger=$!
+sleep 1
+check close-under-traffic ip link set eth0 down
+request interrupts-masked
+wait $pinger
+check open-after-close-under-traffic ip link set eth0 up
+check carrier-after-close-under-traffic wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+check ping-after-close-under-traffic wait_for 30 ping -c 1 -W 1 $PEER
+
 # 100 load/unload cycles with traffic in between.
 cycles=0
 while [ $cycles -lt 100 ]; do
@@ -273,9 +287,40 @@ check dut-finished sh -c 'timeout 800 netpipe recv 5009 | grep -q done'
 timeout 60 netpipe recv 5021 >/dev/null
 "#;
 
+/// The e1000's Interrupt Mask (IMS, BAR0 + 0xd0), read through QEMU's monitor: BAR0's address
+/// from `info pci`, then the register with `xp`, which QEMU serves from the device model.
+fn interrupt_mask(qmp: &mut Qmp) -> harness::Result<u32> {
+    let pci = qmp.human_monitor("info pci")?;
+    let bar0 = pci
+        .split("Bus ")
+        .find(|device| device.contains("8086:100e"))
+        .and_then(|device| device.split("BAR0: 32 bit memory at ").nth(1))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|hex| u64::from_str_radix(hex.trim_start_matches("0x"), 16).ok())
+        .ok_or_else(|| harness::err!("no e1000 BAR0 in 'info pci':\n{pci}"))?;
+    let answer = qmp.human_monitor(&format!("xp /1wx {:#x}", bar0 + 0xd0))?;
+    answer
+        .rsplit(": ")
+        .next()
+        .and_then(|value| u32::from_str_radix(value.trim().trim_start_matches("0x"), 16).ok())
+        .ok_or_else(|| harness::err!("cannot read IMS from '{answer}'"))
+}
+
 #[test]
 fn e1000_rs_against_the_c_e1000() {
     let outcome = scenario("e1000-rs", DUT_SCRIPT, PEER_SCRIPT)
+        .on_request("dut", "interrupts-masked", |qmp| {
+            match interrupt_mask(qmp)? {
+                0 => Ok(()),
+                ims => Err(harness::err!("IMS is {ims:#x} after ip link set down")),
+            }
+        })
+        .on_request("dut", "interrupts-unmasked", |qmp| {
+            match interrupt_mask(qmp)? {
+                0 => Err(harness::err!("IMS is 0 on an open, idle interface")),
+                _ => Ok(()),
+            }
+        })
         .on_request("dut", "link-down", |qmp| qmp.set_link("net0", false))
         .on_request("dut", "link-up", |qmp| qmp.set_link("net0", true))
         .on_request("dut", "unplug", |qmp| qmp.device_del("nic0"))
