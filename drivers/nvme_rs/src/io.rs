@@ -355,6 +355,7 @@ impl<'a> IoQueue<'a> {
                 }
                 // A lost completion (fault injection) is left to the timeout handler.
                 if rq.should_fake_timeout() {
+                    pdu.completion_lost.store(true, Ordering::Release);
                     continue;
                 }
                 // SAFETY: `complete_batch` releases every request's data and ends the batch.
@@ -421,6 +422,9 @@ pub(crate) struct Pdu<'a> {
     status: AtomicU16,
     /// The controller posted the completion.
     device_done: AtomicBool,
+    /// The completion was taken but deliberately not completed (fault injection's lost
+    /// completion): only the timeout handler or the cancelling ends the request now.
+    completion_lost: AtomicBool,
     /// The timeout handler asked the controller to abort the command.
     aborted: AtomicBool,
     /// The generation of the command identifier (see [`command_id`]); written at submission,
@@ -437,6 +441,7 @@ impl<'a> Pdu<'a> {
             list: None,
             status: AtomicU16::new(0),
             device_done: AtomicBool::new(false),
+            completion_lost: AtomicBool::new(false),
             aborted: AtomicBool::new(false),
             generation: AtomicU8::new(0),
         }
@@ -627,6 +632,7 @@ fn submit<'a>(
         let pdu = unsafe { &mut *rq.pdu() };
         pdu.status.store(0, Ordering::Relaxed);
         pdu.device_done.store(false, Ordering::Relaxed);
+        pdu.completion_lost.store(false, Ordering::Relaxed);
         pdu.aborted.store(false, Ordering::Relaxed);
         let generation = pdu.generation.load(Ordering::Relaxed).wrapping_add(1) & GENERATION_MASK;
         pdu.generation.store(generation, Ordering::Relaxed);
@@ -1066,7 +1072,9 @@ fn handle_timeout(queue: &IoQueue<'_>, rq: &Request<Pdu<'_>>) -> TimeoutAction {
     }
     // SAFETY: Only the atomics are read while the request may still complete elsewhere.
     let pdu = unsafe { &*rq.pdu() };
-    if pdu.device_done.load(Ordering::Acquire) {
+    // Not `device_done`: a request whose completion an interrupt handler is taking right now (it
+    // stays in flight until its batch ends) has that set too, and is that handler's to end.
+    if pdu.completion_lost.load(Ordering::Acquire) {
         // The controller is done with the data, but the completion was lost (fault injection):
         // nothing else ends the request but a cancelling, which this lock keeps out.
         let _cancelling = ctrl.cancel_lock.lock();
