@@ -408,16 +408,13 @@ unsafe extern "C" fn nvme_rs_irq(_irq: c_int, cookie: *mut c_void) -> bindings::
 /// mappings of a second segment and later ones live out of line, allocated the first time the
 /// request has them, and most requests have only one.
 ///
-/// # Invariants
-///
-/// - The mappings of the request's data are `first` and then the leading `Some` entries of `more`,
-///   and `list` is its PRP list, SGL or DSM range, from submission to completion; all are empty
-///   otherwise.
-/// - `more` has no entries or `MAX_SEGMENTS - 1`.
+/// Threads share it: the submitter, the completion path and the timeout handler each hold a
+/// `&Pdu` and use the atomics, and whichever owns the request at a time (the submitter until the
+/// command is queued, then whoever ends the request) reaches the mappings through `data`. No
+/// `&mut Pdu` is ever made, as one would assert that no other thread reads the atomics meanwhile.
 pub(crate) struct Pdu<'a> {
-    first: Option<Mapping<'a>>,
-    more: KVec<Option<Mapping<'a>>>,
-    list: Option<PoolBlock<'a, 'a, u64>>,
+    /// The request's DMA state; see [`PduData`] for who may touch it and when.
+    data: UnsafeCell<PduData<'a>>,
     /// The completion's status field.
     status: AtomicU16,
     /// The controller posted the completion.
@@ -432,13 +429,31 @@ pub(crate) struct Pdu<'a> {
     generation: AtomicU8,
 }
 
+/// The mappings and the list block of a request: reached through [`Pdu::data`] only by the one that
+/// owns the request's data at the time (the submitter while it prepares the command, or whoever
+/// ends the request once the controller is done with the data or never saw it).
+///
+/// # Invariants
+///
+/// - The mappings of the request's data are `first` and then the leading `Some` entries of `more`,
+///   and `list` is its PRP list, SGL or DSM range, from submission to completion; all are empty
+///   otherwise.
+/// - `more` has no entries or `MAX_SEGMENTS - 1`.
+pub(crate) struct PduData<'a> {
+    first: Option<Mapping<'a>>,
+    more: KVec<Option<Mapping<'a>>>,
+    list: Option<PoolBlock<'a, 'a, u64>>,
+}
+
 impl<'a> Pdu<'a> {
     /// Per-request data with room for one mapping.
     fn new() -> Self {
         Self {
-            first: None,
-            more: KVec::new(),
-            list: None,
+            data: UnsafeCell::new(PduData {
+                first: None,
+                more: KVec::new(),
+                list: None,
+            }),
             status: AtomicU16::new(0),
             device_done: AtomicBool::new(false),
             completion_lost: AtomicBool::new(false),
@@ -452,6 +467,29 @@ impl<'a> Pdu<'a> {
         command_id(rq.tag(), self.generation.load(Ordering::Relaxed))
     }
 
+    /// The request's DMA state.
+    ///
+    /// # Safety
+    ///
+    /// The caller owns the request's data (see [`PduData`]): nothing else reaches it until the
+    /// returned reference is gone.
+    #[inline]
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn data(&self) -> &mut PduData<'a> {
+        // SAFETY: Exclusive by the function's safety requirement; the cell holds valid data.
+        unsafe { &mut *self.data.get() }
+    }
+
+    /// The status to end the request with.
+    fn blk_status(&self) -> Status {
+        match self.status.load(Ordering::Relaxed) {
+            command::SC_SUCCESS => Status::OK,
+            _ => Status::IOERR,
+        }
+    }
+}
+
+impl<'a> PduData<'a> {
     /// Makes room for `MAX_SEGMENTS` mappings, once per request: with up to 1,024 requests per
     /// queue, room for all of them in every request would take megabytes that most never use.
     fn make_room(&mut self) -> Result<(), Status> {
@@ -468,7 +506,7 @@ impl<'a> Pdu<'a> {
     }
 
     /// The `MAX_SEGMENTS` places for the request's mappings, in segment order; room for one
-    /// until [`Pdu::make_room`].
+    /// until [`PduData::make_room`].
     fn slots(&mut self) -> impl Iterator<Item = &mut Option<Mapping<'a>>> {
         Iterator::chain(core::iter::once(&mut self.first), self.more.iter_mut())
     }
@@ -497,14 +535,6 @@ impl<'a> Pdu<'a> {
             }
         }
         self.list = None;
-    }
-
-    /// The status to end the request with.
-    fn blk_status(&self) -> Status {
-        match self.status.load(Ordering::Relaxed) {
-            command::SC_SUCCESS => Status::OK,
-            _ => Status::IOERR,
-        }
     }
 }
 
@@ -628,8 +658,8 @@ fn submit<'a>(
         ..Command::default()
     };
     let data_pointer = {
-        // SAFETY: blk-mq gave the request to the driver: nothing else uses its data now.
-        let pdu = unsafe { &mut *rq.pdu() };
+        // SAFETY: The pdu was initialised by `init_request`.
+        let pdu = unsafe { &*rq.pdu() };
         pdu.status.store(0, Ordering::Relaxed);
         pdu.device_done.store(false, Ordering::Relaxed);
         pdu.completion_lost.store(false, Ordering::Relaxed);
@@ -637,10 +667,13 @@ fn submit<'a>(
         let generation = pdu.generation.load(Ordering::Relaxed).wrapping_add(1) & GENERATION_MASK;
         pdu.generation.store(generation, Ordering::Relaxed);
         command.cid = command_id(rq.tag(), generation);
-        match prepare(queue, ns, rq, pdu, &mut command) {
+        // SAFETY: blk-mq gave the request to the driver, and the controller has not seen it: the
+        // data is the submitter's.
+        let data = unsafe { pdu.data() };
+        match prepare(queue, ns, rq, data, &mut command) {
             Ok(pointer) => pointer,
             Err(status) => {
-                pdu.release();
+                data.release();
                 return Err(status);
             }
         }
@@ -654,8 +687,9 @@ fn submit<'a>(
         // earlier calls of the batch queued still goes to the controller.
         let _ = sq.ring(&queue.ctrl.bar, queue.ctrl.shadow_doorbells());
         drop(sq);
-        // SAFETY: Not on the queue, so the controller never saw it: the data is ours.
-        unsafe { &mut *rq.pdu() }.release();
+        // SAFETY: Not on the queue, so the controller never saw it: the data is still the
+        // submitter's. The pdu was initialised by `init_request`.
+        unsafe { (*rq.pdu()).data() }.release();
         return Err(Status::IOERR);
     }
     queue.count_queued(&command, data_pointer);
@@ -744,7 +778,7 @@ fn prepare<'a>(
     queue: &'a IoQueue<'a>,
     ns: &Namespace,
     rq: &Request<Pdu<'a>>,
-    pdu: &mut Pdu<'a>,
+    pdu: &mut PduData<'a>,
     command: &mut Command,
 ) -> Result<DataPointer, Status> {
     Ok(match rq.op() {
@@ -837,7 +871,7 @@ fn prepare<'a>(
 fn map_data<'a>(
     queue: &'a IoQueue<'a>,
     rq: &Request<Pdu<'a>>,
-    pdu: &mut Pdu<'a>,
+    pdu: &mut PduData<'a>,
     dir: Direction,
 ) -> Result<usize, Status> {
     let mut pieces = rq.data();
@@ -901,7 +935,7 @@ unsafe fn map_run<'a>(
 /// Segment descriptor pointing at a list of them from the pool.
 fn build_sgl<'a>(
     queue: &'a IoQueue<'a>,
-    pdu: &mut Pdu<'a>,
+    pdu: &mut PduData<'a>,
     command: &mut Command,
 ) -> Result<(), Status> {
     // A descriptor's second quadword: length in bits 31:0, descriptor type in bits 63:60.
@@ -944,7 +978,7 @@ fn build_sgl<'a>(
 /// the last may end inside one (data the disk allows only when the controller has SGLs).
 fn build_prps<'a>(
     queue: &'a IoQueue<'a>,
-    pdu: &mut Pdu<'a>,
+    pdu: &mut PduData<'a>,
     command: &mut Command,
 ) -> Result<bool, Status> {
     const PAGE: u64 = PAGE_SIZE as u64;
@@ -1019,8 +1053,9 @@ fn build_prps<'a>(
 /// `iob` is a batch of this driver's completed requests, which nothing else touches.
 unsafe extern "C" fn complete_batch(iob: *mut c_void) {
     let release = |rq: &Request<Pdu<'_>>| {
-        // SAFETY: Completed: nothing else touches the data.
-        unsafe { &mut *rq.pdu() }.release()
+        // SAFETY: Completed: the data is the completion's, nothing else touches it. The pdu was
+        // initialised by `init_request`.
+        unsafe { (*rq.pdu()).data() }.release()
     };
     // SAFETY: By the function's safety requirement.
     unsafe { blk::end_batch(iob, release) };
@@ -1032,9 +1067,10 @@ unsafe extern "C" fn complete_batch(iob: *mut c_void) {
 unsafe extern "C" fn complete(rq: *mut bindings::request) {
     // SAFETY: By the function's safety requirement; the request is the driver's again.
     let rq = unsafe { Request::<Pdu<'_>>::from_raw(rq) };
-    // SAFETY: Completed: nothing else touches the data.
-    let pdu = unsafe { &mut *rq.pdu() };
-    pdu.release();
+    // SAFETY: The pdu was initialised by `init_request`.
+    let pdu = unsafe { &*rq.pdu() };
+    // SAFETY: Completed: the data is the completion's, nothing else touches it.
+    unsafe { pdu.data() }.release();
     rq.end(pdu.blk_status());
 }
 
@@ -1088,8 +1124,8 @@ fn handle_timeout(queue: &IoQueue<'_>, rq: &Request<Pdu<'_>>) -> TimeoutAction {
             queue.qid
         );
         // SAFETY: Done on the controller, in flight, and the cancel lock keeps everything else
-        // that ends requests away: the data is ours.
-        unsafe { &mut *rq.pdu() }.release();
+        // that ends requests away: the data is this handler's.
+        unsafe { pdu.data() }.release();
         rq.end(Status::TIMEOUT);
         return TimeoutAction::Done;
     }
