@@ -290,6 +290,10 @@ impl Scanner {
         let signature = declared.signature(declaration);
         let name = format!("{path}{}", declared.name);
         self.record(name.clone(), &attributes, signature, declared.is_unsafe);
+        // A hidden module's items are hidden with it (the field macros' helpers).
+        if declared.keyword == "mod" && attributes.iter().any(|a| a == "#[doc(hidden)]") {
+            return Block::Other;
+        }
         match declared.keyword {
             "mod" | "trait" => Block::Scope(declared.name.to_string()),
             "struct" | "union" => Block::Fields(name),
@@ -825,10 +829,21 @@ macro_rules! dma_read {
         let found = items(template);
         let mut functions = 0;
         let mut hidden = false;
+        let mut in_hidden_module = false;
         for line in template.lines() {
             let trimmed = line.trim_start();
+            if in_hidden_module {
+                // Until the module's closing brace, at the top level.
+                in_hidden_module = line != "}";
+                continue;
+            }
             if trimmed == "#[doc(hidden)]" {
                 hidden = true;
+            }
+            if hidden && trimmed.starts_with("pub(crate) mod ") && trimmed.ends_with('{') {
+                hidden = false;
+                in_hidden_module = true;
+                continue;
             }
             if trimmed.starts_with("#[") || trimmed.starts_with("///") {
                 continue;
@@ -858,5 +873,9 @@ macro_rules! dma_read {
         assert!(functions > 10, "only {functions} functions in the template");
         assert!(found.keys().any(|k| k.ends_with('!')), "no exported macro");
         assert!(!found.contains_key("raw_device"), "a private function");
+        assert!(
+            !found.keys().any(|k| k.starts_with("__field_access")),
+            "the hidden module's items"
+        );
     }
 }
