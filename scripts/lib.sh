@@ -6,7 +6,7 @@
 #   $CACHE/tools     bindgen, libclang, cargo-generate
 #   $CACHE/debs      downloaded linux-source-*.deb
 #   $CACHE/src       unpacked kernel trees, one per package version
-#   $CACHE/build     kernel builds, one directory per key (source version, config fragment, toolchain)
+#   $CACHE/build     kernel builds, one directory per key (source version, config fragments, toolchain)
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CACHE=${RDD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rust-dma-drivers}
@@ -60,26 +60,67 @@ build_package() {
 	source_pins | awk '$3 == "build" { print $1; exit }'
 }
 
-# Key of the kernel build: everything that determines its output.
+# The lab kernels, both built from the same source by scripts/setup.sh:
+#   lab    GCC; DMA-API debugging, kmemleak, fault injection (kernel/rust.config). Every test and
+#          benchmark runs on it.
+#   kasan  the same with KASAN, lockdep and list/object debugging on top (kernel/kasan.config). The
+#          kernel lets Rust and KASAN meet only in a Clang build, hence LLVM. The fault and race
+#          scenarios and the wrapper's self-tests run on it as well.
+LAB_KERNELS=(lab kasan)
+KASAN_LLVM_VERSION=19
+
+# The lab kernel the scripts and the harness work with: RDD_KERNEL, or lab.
+selected_kernel() {
+	local name=${RDD_KERNEL:-lab}
+	case $name in
+	lab | kasan) echo "$name" ;;
+	*) die "RDD_KERNEL=$name: the lab kernels are ${LAB_KERNELS[*]}" ;;
+	esac
+}
+
+# The config fragments of lab kernel NAME, merged in this order onto tinyconfig.
+kernel_fragments() {
+	echo "$ROOT/kernel/rust.config"
+	[ "$1" = kasan ] && echo "$ROOT/kernel/kasan.config"
+	return 0
+}
+
+# Where bindgen finds libclang for lab kernel NAME: the wheel's for the GCC build, the one that
+# matches the compiler for the LLVM build (the kernel warns about any other).
+kernel_libclang_dir() {
+	case $1 in
+	kasan) echo "/usr/lib/llvm-$KASAN_LLVM_VERSION/lib" ;;
+	*) echo "$LIBCLANG_DIR" ;;
+	esac
+}
+
+# Key of the build of lab kernel NAME: everything that determines its output.
 kernel_build_key() {
-	local pkg
+	local name=$1 pkg fragments
 	pkg=$(build_package)
+	mapfile -t fragments < <(kernel_fragments "$name")
 	{
 		echo "recipe $BUILD_RECIPE"
 		echo "source $pkg $(source_version "$pkg")"
-		cat "$ROOT/kernel/rust.config"
+		cat "${fragments[@]}"
 		"$KRUSTC" -vV
 		"$BINDGEN" --version
-		sha256sum <"$LIBCLANG_DIR/libclang.so"
-		gcc --version | head -n 1
+		if [ "$name" = kasan ]; then
+			"clang-$KASAN_LLVM_VERSION" --version | head -n 1
+		else
+			sha256sum <"$LIBCLANG_DIR/libclang.so"
+			gcc --version | head -n 1
+		fi
 	} | sha256sum | cut -c1-16
 }
 
 kernel_build_dir() {
-	printf '%s/build/%s\n' "$CACHE" "$(kernel_build_key)"
+	printf '%s/build/%s\n' "$CACHE" "$(kernel_build_key "$1")"
 }
 
-# make variables that select the kernel's Rust toolchain.
+# make variables that select the toolchain of lab kernel NAME, for the kernel and its modules alike.
 kernel_make_vars() {
 	printf '%s\n' "RUSTC=$KRUSTC" "HOSTRUSTC=$KRUSTC" "RUSTDOC=$KRUSTDOC" "CLIPPY_DRIVER=$KCLIPPY" "BINDGEN=$BINDGEN"
+	[ "$1" = kasan ] && echo "LLVM=-$KASAN_LLVM_VERSION"
+	return 0
 }

@@ -14,6 +14,7 @@ QUIET=0
 APT_PACKAGES=(
 	build-essential bc flex bison libelf-dev libssl-dev cpio xz-utils kmod python3 unzip
 	rustc-web rust-web-src rust-web-clippy
+	clang-19 lld-19 llvm-19
 	qemu-system-x86 busybox-static e2fsprogs
 	shellcheck
 )
@@ -144,54 +145,60 @@ make_with_progress() {
 	log "$what: done in $((SECONDS - start)) s"
 }
 
+# Builds lab kernel NAME unless its build (keyed by all that produced it) is in the cache.
 step_kernel() {
-	local pkg src build
+	local name=$1 pkg src build fragments
 	pkg=$(build_package)
 	src=$(source_dir "$pkg")
-	build=$(kernel_build_dir)
+	build=$(kernel_build_dir "$name")
 	if [ -f "$build/.complete" ]; then
 		return 0
 	fi
 	local -a vars
-	mapfile -t vars < <(kernel_make_vars)
-	export LIBCLANG_PATH=$LIBCLANG_DIR
+	mapfile -t vars < <(kernel_make_vars "$name")
+	mapfile -t fragments < <(kernel_fragments "$name")
+	LIBCLANG_PATH=$(kernel_libclang_dir "$name")
+	export LIBCLANG_PATH
 	rm -rf "$build"
 	mkdir -p "$build"
-	log "configuring $pkg $(source_version "$pkg") in $build"
+	log "configuring the $name kernel ($pkg $(source_version "$pkg")) in $build"
 	make -s -C "$src" O="$build" "${vars[@]}" tinyconfig >/dev/null
-	(cd "$build" && "$src/scripts/kconfig/merge_config.sh" -m -O "$build" .config "$ROOT/kernel/rust.config" >/dev/null)
+	(cd "$build" && "$src/scripts/kconfig/merge_config.sh" -m -O "$build" .config "${fragments[@]}" >/dev/null)
 	make -s -C "$src" O="$build" "${vars[@]}" olddefconfig >/dev/null
-	check_config "$build/.config"
+	check_config "$build/.config" "${fragments[@]}"
 	make -s -C "$src" O="$build" "${vars[@]}" rustavailable >/dev/null ||
-		die "the kernel does not accept this Rust toolchain: run 'make -C $src O=$build rustavailable' to see why"
-	make_with_progress "kernel build" "$build/build.log" \
+		die "the kernel does not accept this Rust toolchain: run 'make -C $src O=$build ${vars[*]} rustavailable' to see why"
+	make_with_progress "$name kernel build" "$build/build.log" \
 		make -C "$src" O="$build" "${vars[@]}" -j"$(($(nproc) + 1))" bzImage modules
 	if grep -qE '(^|: )warning:' "$build/build.log"; then
-		warn "the kernel build printed warnings: grep warning: $build/build.log"
+		warn "the $name kernel build printed warnings: grep warning: $build/build.log"
 	fi
 	touch "$build/.complete"
 }
 
-# Every option the fragment asks for must have survived olddefconfig, or some test would later fail
+# Every option the fragments ask for must have survived olddefconfig, or some test would later fail
 # for a reason far from its cause.
 check_config() {
-	local config=$1 line name want got bad=0
-	while IFS= read -r line; do
-		case $line in
-		CONFIG_*=*) ;;
-		*) continue ;;
-		esac
-		name=${line%%=*}
-		want=${line#*=}
-		got=$(grep -E "^$name=|^# $name is not set" "$config" || true)
-		if [ "$want" = n ]; then
-			case $got in "$name="[ym]) warn "$name=n was asked for but is ${got#*=}" && bad=1 ;; esac
-		elif [ "$got" != "$line" ]; then
-			warn "$name=$want was asked for, but the config has '${got:-nothing}' (a dependency is missing)"
-			bad=1
-		fi
-	done <"$ROOT/kernel/rust.config"
-	[ "$bad" = 0 ] || die "kernel/rust.config does not apply cleanly; see the warnings above"
+	local config=$1 fragment line name want got bad=0
+	shift
+	for fragment in "$@"; do
+		while IFS= read -r line; do
+			case $line in
+			CONFIG_*=*) ;;
+			*) continue ;;
+			esac
+			name=${line%%=*}
+			want=${line#*=}
+			got=$(grep -E "^$name=|^# $name is not set" "$config" || true)
+			if [ "$want" = n ]; then
+				case $got in "$name="[ym]) warn "$name=n was asked for but is ${got#*=}" && bad=1 ;; esac
+			elif [ "$got" != "$line" ]; then
+				warn "$name=$want was asked for, but the config has '${got:-nothing}' (a dependency is missing)"
+				bad=1
+			fi
+		done <"$fragment"
+		[ "$bad" = 0 ] || die "${fragment#"$ROOT"/} does not apply cleanly; see the warnings above"
+	done
 }
 
 main() {
@@ -201,10 +208,16 @@ main() {
 	step_bindgen
 	step_libclang
 	step_sources
-	step_kernel
+	local kernel
+	for kernel in "${LAB_KERNELS[@]}"; do
+		step_kernel "$kernel"
+	done
 	step_cargo_generate
 	if [ "$QUIET" = 0 ]; then
-		log "ready in $((SECONDS - start)) s: kernel $(kernel_build_dir)"
+		for kernel in "${LAB_KERNELS[@]}"; do
+			log "$kernel kernel: $(kernel_build_dir "$kernel")"
+		done
+		log "ready in $((SECONDS - start)) s"
 	fi
 }
 

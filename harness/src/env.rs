@@ -7,11 +7,18 @@ use std::sync::OnceLock;
 
 use crate::{err, Result};
 
+/// See [`Env::slowdown`]; measured on the guests' own scenarios.
+const KASAN_SLOWDOWN: u32 = 3;
+
 /// The project's environment: repository root, kernel build and the variables Kbuild needs.
+///
+/// The kernel is the lab kernel that `RDD_KERNEL` names: `lab` (the default) or `kasan`.
 #[derive(Debug, Clone)]
 pub struct Env {
     /// The repository's top directory.
     pub root: PathBuf,
+    /// The lab kernel's name: `lab` or `kasan`.
+    pub kernel: String,
     /// The kernel build directory (`O=` of the kernel's make), against which modules are built.
     pub kdir: PathBuf,
     /// Every `KEY=VALUE` that `scripts/env.sh` printed.
@@ -51,7 +58,16 @@ impl Env {
             vars.get("KDIR")
                 .ok_or_else(|| err!("scripts/env.sh printed no KDIR"))?,
         );
-        Ok(Env { root, kdir, vars })
+        let kernel = vars
+            .get("KERNEL")
+            .ok_or_else(|| err!("scripts/env.sh printed no KERNEL"))?
+            .clone();
+        Ok(Env {
+            root,
+            kernel,
+            kdir,
+            vars,
+        })
     }
 
     /// A value `scripts/env.sh` printed.
@@ -72,8 +88,30 @@ impl Env {
         self.kdir.join(rel)
     }
 
-    /// Where a run keeps its logs: `runs/<name>/` in the repository (ignored by git).
+    /// Where a run keeps its logs: `runs/<name>/` in the repository (ignored by git), and
+    /// `runs/kasan/<name>/` on the KASAN kernel.
     pub fn run_dir(&self, name: &str) -> PathBuf {
-        self.root.join("runs").join(name)
+        match self.kernel.as_str() {
+            "lab" => self.root.join("runs").join(name),
+            other => self.root.join("runs").join(other).join(name),
+        }
+    }
+
+    /// Where Kbuild puts what it builds of the module directory `rel` (relative to the root) for
+    /// this kernel: `target/kbuild/<kernel>/<rel>`, so that the two kernels' builds never meet.
+    pub fn module_output_dir(&self, rel: &Path) -> PathBuf {
+        self.root
+            .join("target/kbuild")
+            .join(&self.kernel)
+            .join(rel)
+    }
+
+    /// How many times longer than on the lab kernel a guest takes here: KASAN checks every
+    /// memory access and lockdep every lock, under TCG.
+    pub fn slowdown(&self) -> u32 {
+        match self.kernel.as_str() {
+            "kasan" => KASAN_SLOWDOWN,
+            _ => 1,
+        }
     }
 }

@@ -16,6 +16,24 @@ const WARNING: &str = "WARNING";
 
 /// Markers of reports that fail any scenario, with the kind each one stands for.
 const MARKERS: &[(&str, &str)] = &[
+    // The KASAN kernel's checkers first: their reports also start with BUG: or WARNING:, which a
+    // scenario could excuse.
+    ("KASAN", "BUG: KASAN:"),
+    ("sleep in atomic context", "BUG: sleeping function called from invalid context"),
+    ("sleep in atomic context", "BUG: scheduling while atomic"),
+    ("lockdep", "WARNING: possible circular locking dependency"),
+    ("lockdep", "WARNING: possible recursive locking detected"),
+    ("lockdep", "WARNING: inconsistent lock state"),
+    ("lockdep", "WARNING: suspicious RCU usage"),
+    ("lockdep", "WARNING: HARDIRQ-safe -> HARDIRQ-unsafe lock order detected"),
+    ("lockdep", "WARNING: SOFTIRQ-safe -> SOFTIRQ-unsafe lock order detected"),
+    ("lockdep", "WARNING: bad unlock balance detected"),
+    ("lockdep", "WARNING: lock held when returning to user space"),
+    ("lockdep", "DEBUG_LOCKS_WARN_ON"),
+    ("list corruption", "list_add corruption"),
+    ("list corruption", "list_del corruption"),
+    ("refcount", "refcount_t: "),
+    ("debug objects", "ODEBUG: "),
     ("Oops", "Oops:"),
     ("BUG", "BUG:"),
     ("BUG", "kernel BUG at"),
@@ -24,7 +42,6 @@ const MARKERS: &[(&str, &str)] = &[
     ("kmemleak", "kmemleak: unreferenced object"),
     ("panic", "Kernel panic"),
     ("general protection fault", "general protection fault"),
-    ("lockdep", "possible circular locking dependency"),
     ("RCU stall", "rcu_sched detected stalls"),
     ("hung task", "blocked for more than"),
     // A receive checksum a driver reported that the stack found wrong (netdev_rx_csum_fault).
@@ -143,6 +160,31 @@ mod tests {
             1
         );
         assert_eq!(problems(&report("unregister_irq_proc")).len(), 1);
+    }
+
+    #[test]
+    fn names_the_kasan_kernels_checkers() {
+        let log = "[1.0] BUG: KASAN: slab-use-after-free in nvme_rs::io::complete+0x1/0x2\n\
+                   [2.0] BUG: sleeping function called from invalid context at mm/slub.c:4200\n\
+                   [3.0] WARNING: possible circular locking dependency detected\n\
+                   [4.0] refcount_t: underflow; use-after-free.\n[5.0] ODEBUG: free active (active state 0)\n";
+        let kinds: Vec<_> = problems(log).iter().map(|p| p.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                "KASAN",
+                "sleep in atomic context",
+                "lockdep",
+                "refcount",
+                "debug objects"
+            ]
+        );
+        // A lockdep report is never excused as a known warning.
+        let known = [KnownWarning {
+            at: "possible".to_string(),
+            through: "anything".to_string(),
+        }];
+        assert_eq!(problems_except(log, &known).len(), 5);
     }
 
     #[test]
