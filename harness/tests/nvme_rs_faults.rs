@@ -7,6 +7,10 @@
 //! A probe of a controller with one namespace makes about 900 allocations, most of them in the
 //! block layer's disk set-up, so by default every [`STEP`]-th allocation fails (about 25 s);
 //! `RDD_FAULT_STEP=1` fails each one in turn (about 2 minutes).
+//!
+//! And when an admin command never completes: each of the first admin commands of the
+//! controller's life times out in turn (a test-only parameter of the driver ignores its
+//! completion), in probe and in removal alike.
 
 use harness::{
     nvme::{self, BIND_ALTERNATELY},
@@ -53,4 +57,69 @@ fn nvme_rs_fails_cleanly_at_allocations() {
         .vm(vm)
         .run()
         .unwrap_or_else(|e| panic!("{e}"));
+}
+
+const ADMIN_TIMEOUTS_SCRIPT: &str = r#"
+# test_lost_admin_completion=N: the Nth admin command of the controller (probe's, then removal's)
+# is not answered, so it times out (5 s). The driver disables the controller before it frees what
+# the command points to; the probe fails, or the removal completes, with nothing left behind.
+no_disk_of() { ! disk_of "$1" >/dev/null; }
+n=1
+while [ $n -le $ADMIN_COMMANDS ]; do
+    insmod /modules/nvme_rs.ko test_lost_admin_completion=$n
+    if pci_bound $RS_PCI; then
+        check "lost-admin-$n-bound-with-disk" disk_of $RS_PCI
+    else
+        check "lost-admin-$n-no-disk" no_disk_of $RS_PCI
+    fi
+    check "lost-admin-$n-unload" rmmod nvme_rs
+    check "lost-admin-$n-released" pci_released $RS_PCI
+    n=$((n + 1))
+done
+timed_out=$(dmesg | sed -n 's/.*nvme_rs.*admin opcode \(0x[0-9a-f]*\) timed out.*/\1/p' | tr '\n' ' ')
+diag "timed_out_opcodes=$timed_out"
+check every-lost-completion-timed-out test "$(echo $timed_out | wc -w)" -eq $ADMIN_COMMANDS
+
+# Nothing lost: the controller binds, and its disk reads back what was written.
+check load insmod /modules/nvme_rs.ko
+check disk wait_for 20 disk_of $RS_PCI
+disk=/dev/$(disk_of $RS_PCI)
+check pattern-write blkio fill $disk 0xad 16
+check pattern-verify blkio verify $disk 0xad 16
+check unload rmmod nvme_rs
+"#;
+
+/// Admin commands of the controller's life on a 2-vCPU VM with one namespace: Identify
+/// (controller, active namespaces), Set Features (Number of Queues), Create I/O CQ and SQ for each
+/// of 2 queues, Doorbell Buffer Config, Identify (namespace, its identifiers); at removal, Delete
+/// I/O SQ and CQ of the first queue (once one times out, the others are not sent).
+const ADMIN_COMMANDS: u32 = 12;
+
+/// Every opcode of those: Identify, Set Features, Create I/O CQ/SQ, Doorbell Buffer Config,
+/// Delete I/O SQ/CQ.
+const OPCODES: [&str; 7] = ["0x6", "0x9", "0x5", "0x1", "0x7c", "0x0", "0x4"];
+
+#[test]
+fn nvme_rs_survives_admin_timeouts() {
+    let vm = nvme::vm("guest")
+        .nvme(vec![Drive::Raw { size: 64 << 20 }])
+        .script(&format!(
+            "{BIND_ALTERNATELY}ADMIN_COMMANDS={ADMIN_COMMANDS}\n{ADMIN_TIMEOUTS_SCRIPT}"
+        ))
+        .timeout(std::time::Duration::from_secs(300));
+    let outcome = Scenario::new("nvme-rs-admin-timeouts")
+        .vm(vm)
+        .run()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let timed_out: Vec<&str> = outcome
+        .vm("guest")
+        .diagnostic("timed_out_opcodes")
+        .split_whitespace()
+        .collect();
+    for opcode in OPCODES {
+        assert!(
+            timed_out.contains(&opcode),
+            "no admin command with opcode {opcode} timed out: {timed_out:?}"
+        );
+    }
 }

@@ -29,17 +29,24 @@ pub(crate) struct AdminQueue<'a> {
     sq: SubmissionQueue<'a>,
     cq: CompletionQueue<'a>,
     next_cid: u16,
+    /// Test only (`test_lost_admin_completion`): the command identifier whose completion is not
+    /// looked for.
+    lost_cid: Option<u16>,
 }
 
 impl<'a> AdminQueue<'a> {
-    /// Allocates both queues for a controller with doorbell stride `stride`.
-    pub(crate) fn new(dev: &'a Device<Bound>, stride: usize) -> Result<Self> {
+    /// Allocates both queues for a controller with doorbell stride `stride`. Test only: the
+    /// `lost_completion`-th command (counting from 1; 0 for none) will time out.
+    pub(crate) fn new(dev: &'a Device<Bound>, stride: usize, lost_completion: u32) -> Result<Self> {
         let (sq_doorbell, cq_doorbell) = doorbells(0, stride);
         Ok(Self {
             dev,
             sq: SubmissionQueue::new(dev, ADMIN_DEPTH, sq_doorbell)?,
             cq: CompletionQueue::new(dev, ADMIN_DEPTH, cq_doorbell)?,
             next_cid: 0,
+            lost_cid: lost_completion
+                .checked_sub(1)
+                .and_then(|n| u16::try_from(n).ok()),
         })
     }
 
@@ -57,12 +64,13 @@ impl<'a> AdminQueue<'a> {
         command.cid = self.next_cid;
         self.next_cid = self.next_cid.wrapping_add(1);
         self.sq.submit(bar, command)?;
+        let lost = self.lost_cid == Some(command.cid);
         let start = Instant::<Monotonic>::now();
         loop {
             let completion = self.cq.pop();
             if let Some(done) = completion {
                 self.cq.ring(bar, None)?;
-                if done.cid == command.cid {
+                if done.cid == command.cid && !lost {
                     return self.check(&command, &done);
                 }
                 continue;

@@ -68,6 +68,9 @@ pub(crate) struct Controller<'a> {
     /// Test only (`test_duplicate_completions`): how many more I/O completions are delivered
     /// twice more, as a duplicate and with another generation.
     duplicates_to_inject: AtomicU32,
+    /// Test only (`test_lose_interrupts`): I/O interrupts are ignored until a timeout handler
+    /// polls.
+    losing_interrupts: AtomicBool,
 }
 
 impl<'a> Controller<'a> {
@@ -90,7 +93,11 @@ impl<'a> Controller<'a> {
                 }
                 cap
             },
-            admin <- new_mutex!(AdminQueue::new(dev.as_ref(), cap.doorbell_stride())?),
+            admin <- new_mutex!(AdminQueue::new(
+                dev.as_ref(),
+                cap.doorbell_stride(),
+                crate::module_parameters::test_lost_admin_completion.value(),
+            )?),
             cancel_lock <- new_mutex!((), "nvme_rs:cancel"),
             list_pool: Pool::new(
                 dev.as_ref(),
@@ -110,6 +117,9 @@ impl<'a> Controller<'a> {
             nr_irqs: AtomicUsize::new(0),
             duplicates_to_inject: AtomicU32::new(
                 crate::module_parameters::test_duplicate_completions.value(),
+            ),
+            losing_interrupts: AtomicBool::new(
+                crate::module_parameters::test_lose_interrupts.value() != 0,
             ),
         })
         .pin_chain(|ctrl| {
@@ -182,11 +192,24 @@ impl<'a> Controller<'a> {
     /// Test only: whether this completion is to be delivered again (`test_duplicate_completions`).
     #[inline]
     pub(crate) fn take_injected_duplicate(&self) -> bool {
+        // One relaxed load on the hot path outside tests.
         self.duplicates_to_inject.load(Ordering::Relaxed) > 0
             && self
                 .duplicates_to_inject
                 .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
                 .is_ok()
+    }
+
+    /// Test only: whether interrupts are to be ignored as lost (`test_lose_interrupts`).
+    #[inline]
+    pub(crate) fn losing_interrupts(&self) -> bool {
+        self.losing_interrupts.load(Ordering::Relaxed)
+    }
+
+    /// Test only: interrupts are delivered again (`test_lose_interrupts`); a timeout handler is
+    /// about to poll.
+    pub(crate) fn stop_losing_interrupts(&self) {
+        self.losing_interrupts.store(false, Ordering::Relaxed);
     }
 
     /// Whether I/O has been stopped for good.

@@ -65,6 +65,16 @@ kernel::module_pci_driver! {
             description: "Test only: the first N I/O completions come twice more, as a duplicate \
                 and with another command id generation; each copy must be ignored",
         },
+        test_lose_interrupts: u32 {
+            default: 0,
+            description: "Test only (1): I/O queue interrupts are ignored, as if lost, until the \
+                first timeout, whose handler must find the completions with its own poll",
+        },
+        test_lost_admin_completion: u32 {
+            default: 0,
+            description: "Test only: the completion of each controller's Nth admin command is \
+                not looked for, so that the command times out (0: none)",
+        },
     },
 }
 
