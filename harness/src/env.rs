@@ -12,7 +12,8 @@ const KASAN_SLOWDOWN: u32 = 3;
 
 /// The project's environment: repository root, kernel build and the variables Kbuild needs.
 ///
-/// The kernel is the lab kernel that `RDD_KERNEL` names: `lab` (the default) or `kasan`.
+/// There is one per lab kernel: `lab` (GCC; DMA-API debugging, kmemleak, fault injection) and
+/// `kasan` (the same with KASAN, lockdep and list/object debugging, built with LLVM).
 #[derive(Debug, Clone)]
 pub struct Env {
     /// The repository's top directory.
@@ -25,22 +26,60 @@ pub struct Env {
     pub vars: BTreeMap<String, String>,
 }
 
+/// Which lab kernel a scenario boots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kernel {
+    /// The lab kernel: fast enough for every test and benchmark.
+    Lab,
+    /// The KASAN kernel, for error paths and races: KASAN, lockdep and list/object debugging on
+    /// top of all the lab kernel checks, at some four times the cost.
+    Kasan,
+}
+
+impl Kernel {
+    fn name(self) -> &'static str {
+        match self {
+            Kernel::Lab => "lab",
+            Kernel::Kasan => "kasan",
+        }
+    }
+}
+
 impl Env {
-    /// The environment of this checkout, read once per process.
+    /// The environment of the lab kernel `RDD_KERNEL` names (`lab` when unset), read once per
+    /// process.
     pub fn get() -> Result<&'static Env> {
-        static ENV: OnceLock<std::result::Result<Env, String>> = OnceLock::new();
-        ENV.get_or_init(|| Env::read().map_err(|e| e.0))
+        Env::of(Kernel::Lab)
+    }
+
+    /// The environment of the lab kernel `kernel`, or of the one `RDD_KERNEL` names, which
+    /// overrides every choice (`RDD_KERNEL=kasan` runs the whole suite on the KASAN kernel).
+    pub fn of(kernel: Kernel) -> Result<&'static Env> {
+        static ENVS: [OnceLock<std::result::Result<Env, String>>; 2] =
+            [OnceLock::new(), OnceLock::new()];
+        let name = std::env::var("RDD_KERNEL").unwrap_or_else(|_| kernel.name().to_string());
+        let slot = match name.as_str() {
+            "lab" => &ENVS[0],
+            "kasan" => &ENVS[1],
+            other => {
+                return Err(err!(
+                    "RDD_KERNEL={other}: the lab kernels are lab and kasan"
+                ))
+            }
+        };
+        slot.get_or_init(|| Env::read(&name).map_err(|e| e.0))
             .as_ref()
             .map_err(|e| err!("{e}"))
     }
 
-    fn read() -> Result<Env> {
+    fn read(kernel: &str) -> Result<Env> {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"))
             .parent()
             .expect("the harness lives one level below the repository root")
             .to_path_buf();
         let out = Command::new("bash")
             .arg(root.join("scripts/env.sh"))
+            .env("RDD_KERNEL", kernel)
             .output()
             .map_err(|e| err!("cannot run scripts/env.sh: {e}"))?;
         if !out.status.success() {
@@ -100,10 +139,7 @@ impl Env {
     /// Where Kbuild puts what it builds of the module directory `rel` (relative to the root) for
     /// this kernel: `target/kbuild/<kernel>/<rel>`, so that the two kernels' builds never meet.
     pub fn module_output_dir(&self, rel: &Path) -> PathBuf {
-        self.root
-            .join("target/kbuild")
-            .join(&self.kernel)
-            .join(rel)
+        self.root.join("target/kbuild").join(&self.kernel).join(rel)
     }
 
     /// How many times longer than on the lab kernel a guest takes here: KASAN checks every
@@ -114,4 +150,13 @@ impl Env {
             _ => 1,
         }
     }
+}
+
+/// The step of an allocation-failure sweep (fail allocation 1, 1 + step, 1 + 2 * step, ...):
+/// `RDD_FAULT_STEP` (1 fails each one in turn), or `default`.
+pub fn fault_step(default: u32) -> u32 {
+    std::env::var("RDD_FAULT_STEP").map_or(default, |s| match s.parse::<u32>() {
+        Ok(step) if step > 0 => step,
+        _ => panic!("RDD_FAULT_STEP={s:?}: a positive whole number"),
+    })
 }

@@ -19,8 +19,16 @@ pub fn build_module(dir: impl AsRef<Path>) -> Result<Vec<PathBuf>> {
 
 /// As [`build_module`], with extra make variables (`NAME=value`) for the module's Kbuild file.
 pub fn build_module_with(dir: impl AsRef<Path>, vars: &[(&str, &str)]) -> Result<Vec<PathBuf>> {
-    let env = Env::get()?;
-    let dir = env.root.join(dir.as_ref());
+    build_module_for(Env::get()?, dir.as_ref(), vars)
+}
+
+/// As [`build_module_with`], for the kernel of `env`.
+pub(crate) fn build_module_for(
+    env: &Env,
+    dir: &Path,
+    vars: &[(&str, &str)],
+) -> Result<Vec<PathBuf>> {
+    let dir = env.root.join(dir);
     let output = env.module_output_dir(dir.strip_prefix(&env.root).unwrap_or(&dir));
     let lock = dir_lock(&dir);
     let _guard = lock.lock().unwrap_or_else(|e| e.into_inner());
@@ -32,8 +40,12 @@ pub fn build_module_with(dir: impl AsRef<Path>, vars: &[(&str, &str)]) -> Result
     }
     std::fs::create_dir_all(&output)?;
     kbuild(env, &dir, Some(&output), vars, "modules")?;
-    let order = std::fs::read_to_string(output.join("modules.order"))
-        .map_err(|e| err!("{}: no modules.order after the build: {e}", output.display()))?;
+    let order = std::fs::read_to_string(output.join("modules.order")).map_err(|e| {
+        err!(
+            "{}: no modules.order after the build: {e}",
+            output.display()
+        )
+    })?;
     let modules: Vec<PathBuf> = order
         .lines()
         .filter(|l| !l.trim().is_empty())
@@ -61,9 +73,9 @@ fn kbuild(
         cmd.arg(format!("MO={}", output.display()));
     }
     cmd.arg(format!(
-            "-j{}",
-            std::thread::available_parallelism().map_or(2, |n| n.get())
-        ));
+        "-j{}",
+        std::thread::available_parallelism().map_or(2, |n| n.get())
+    ));
     for key in ["RUSTC", "HOSTRUSTC", "RUSTDOC", "BINDGEN"] {
         cmd.arg(format!("{key}={}", env.var(key)?));
     }

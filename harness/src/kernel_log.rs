@@ -19,14 +19,23 @@ const MARKERS: &[(&str, &str)] = &[
     // The KASAN kernel's checkers first: their reports also start with BUG: or WARNING:, which a
     // scenario could excuse.
     ("KASAN", "BUG: KASAN:"),
-    ("sleep in atomic context", "BUG: sleeping function called from invalid context"),
+    (
+        "sleep in atomic context",
+        "BUG: sleeping function called from invalid context",
+    ),
     ("sleep in atomic context", "BUG: scheduling while atomic"),
     ("lockdep", "WARNING: possible circular locking dependency"),
     ("lockdep", "WARNING: possible recursive locking detected"),
     ("lockdep", "WARNING: inconsistent lock state"),
     ("lockdep", "WARNING: suspicious RCU usage"),
-    ("lockdep", "WARNING: HARDIRQ-safe -> HARDIRQ-unsafe lock order detected"),
-    ("lockdep", "WARNING: SOFTIRQ-safe -> SOFTIRQ-unsafe lock order detected"),
+    (
+        "lockdep",
+        "WARNING: HARDIRQ-safe -> HARDIRQ-unsafe lock order detected",
+    ),
+    (
+        "lockdep",
+        "WARNING: SOFTIRQ-safe -> SOFTIRQ-unsafe lock order detected",
+    ),
     ("lockdep", "WARNING: bad unlock balance detected"),
     ("lockdep", "WARNING: lock held when returning to user space"),
     ("lockdep", "DEBUG_LOCKS_WARN_ON"),

@@ -32,7 +32,7 @@ pub mod stats;
 mod template;
 
 pub use bench_args::BenchArgs;
-pub use env::Env;
+pub use env::{fault_step, Env, Kernel};
 pub use guest_tools::guest_tool;
 pub use kbuild::{build_module, build_module_with};
 pub use kernel_log::{problems, problems_except, KnownWarning, Problem};

@@ -13,8 +13,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::initramfs::Initramfs;
+use crate::kbuild::build_module_for;
 use crate::qemu::NetBackend;
-use crate::{build_module, err, problems_except, Env, Ktap, Machine, Qmp, Result, Vm};
+use crate::{err, problems_except, Env, Kernel, Ktap, Machine, Qmp, Result, Vm};
 
 /// The guest's `/init`: mounts, KTAP helpers, runs `/scenario.sh`, checks kmemleak, reboots.
 const GUEST_INIT: &str = include_str!("../guest/init.sh");
@@ -29,6 +30,7 @@ type Handler = Box<dyn FnMut(&mut Qmp) -> Result<()> + Send>;
 /// One or more VMs, booted together and checked together.
 pub struct Scenario {
     name: String,
+    kernel: Kernel,
     vms: Vec<Vm>,
     handlers: Vec<(String, String, Handler)>,
 }
@@ -268,9 +270,17 @@ impl Scenario {
     pub fn new(name: &str) -> Scenario {
         Scenario {
             name: name.to_string(),
+            kernel: Kernel::Lab,
             vms: Vec::new(),
             handlers: Vec::new(),
         }
+    }
+
+    /// Boots the KASAN kernel ([`Kernel::Kasan`]) instead of the lab kernel: for scenarios whose
+    /// business is error paths and races. `RDD_KERNEL` overrides it.
+    pub fn on_kasan_kernel(mut self) -> Scenario {
+        self.kernel = Kernel::Kasan;
+        self
     }
 
     /// Adds a VM.
@@ -298,7 +308,7 @@ impl Scenario {
         static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
         let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
 
-        let env = Env::get()?;
+        let env = Env::of(self.kernel)?;
         let top = env.run_dir(&self.name);
         let _ = std::fs::remove_dir_all(&top);
         let mut running = Vec::new();
@@ -387,7 +397,7 @@ impl Scenario {
         ramfs.file("init", 0o755, GUEST_INIT.as_bytes());
         ramfs.file("scenario.sh", 0o644, vm.script.as_bytes());
         for dir in &vm.modules {
-            for ko in build_module(dir)? {
+            for ko in build_module_for(env, dir, &[])? {
                 let name = ko.file_name().unwrap().to_string_lossy().into_owned();
                 ramfs.host_file(&format!("modules/{name}"), 0o644, &ko)?;
             }

@@ -66,6 +66,7 @@ const CONTRACTS: &[&str] = &[
 #[test]
 fn dma_local_contracts_hold_on_a_bound_device() {
     let outcome = Scenario::new("dma-local-selftest")
+        .on_kasan_kernel()
         .vm(Vm::new("guest")
             .edu()
             .module("modules/dma_selftest")

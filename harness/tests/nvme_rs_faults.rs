@@ -40,10 +40,7 @@ check released-at-unload pci_released $RS_PCI
 
 #[test]
 fn nvme_rs_fails_cleanly_at_allocations() {
-    let step = std::env::var("RDD_FAULT_STEP").map_or(STEP, |s| match s.parse::<u32>() {
-        Ok(step) if step > 0 => step,
-        _ => panic!("RDD_FAULT_STEP={s:?}: a positive whole number"),
-    });
+    let step = harness::fault_step(STEP);
     let vm = nvme::vm("guest")
         .nvme(vec![Drive::Raw { size: 64 << 20 }])
         // Failing allocations in the guest's ACPI interpreter while it routes INTx can corrupt
@@ -54,6 +51,7 @@ fn nvme_rs_fails_cleanly_at_allocations() {
         .script(&format!("{BIND_ALTERNATELY}FAULT_STEP={step}\n{SCRIPT}"))
         .timeout(std::time::Duration::from_secs(3600));
     Scenario::new("nvme-rs-faults")
+        .on_kasan_kernel()
         .vm(vm)
         .run()
         .unwrap_or_else(|e| panic!("{e}"));
@@ -61,12 +59,13 @@ fn nvme_rs_fails_cleanly_at_allocations() {
 
 const ADMIN_TIMEOUTS_SCRIPT: &str = r#"
 # test_lost_admin_completion=N: the Nth admin command of the controller (probe's, then removal's)
-# is not answered, so it times out (5 s). The driver disables the controller before it frees what
-# the command points to; the probe fails, or the removal completes, with nothing left behind.
+# is not answered, so it times out (admin_timeout, 1 s). The driver disables the controller before
+# it frees what the command points to; the probe fails, or the removal completes, with nothing
+# left behind.
 no_disk_of() { ! disk_of "$1" >/dev/null; }
 n=1
 while [ $n -le $ADMIN_COMMANDS ]; do
-    insmod /modules/nvme_rs.ko test_lost_admin_completion=$n
+    insmod /modules/nvme_rs.ko admin_timeout=1 test_lost_admin_completion=$n
     if pci_bound $RS_PCI; then
         check "lost-admin-$n-bound-with-disk" disk_of $RS_PCI
     else
@@ -108,6 +107,7 @@ fn nvme_rs_survives_admin_timeouts() {
         ))
         .timeout(std::time::Duration::from_secs(300));
     let outcome = Scenario::new("nvme-rs-admin-timeouts")
+        .on_kasan_kernel()
         .vm(vm)
         .run()
         .unwrap_or_else(|e| panic!("{e}"));

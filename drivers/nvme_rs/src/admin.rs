@@ -19,8 +19,6 @@ use crate::regs::Bar0;
 pub(crate) const ADMIN_DEPTH: u16 = 32;
 /// The size of every Identify data structure.
 pub(crate) const IDENTIFY_SIZE: usize = 4096;
-/// How long an admin command may take.
-const ADMIN_TIMEOUT_MS: i64 = 5000;
 
 /// The admin submission and completion queues.
 pub(crate) struct AdminQueue<'a> {
@@ -29,21 +27,30 @@ pub(crate) struct AdminQueue<'a> {
     sq: SubmissionQueue<'a>,
     cq: CompletionQueue<'a>,
     next_cid: u16,
+    /// How long a command may take, in milliseconds.
+    timeout_ms: i64,
     /// Test only (`test_lost_admin_completion`): the command identifier whose completion is not
     /// looked for.
     lost_cid: Option<u16>,
 }
 
 impl<'a> AdminQueue<'a> {
-    /// Allocates both queues for a controller with doorbell stride `stride`. Test only: the
-    /// `lost_completion`-th command (counting from 1; 0 for none) will time out.
-    pub(crate) fn new(dev: &'a Device<Bound>, stride: usize, lost_completion: u32) -> Result<Self> {
+    /// Allocates both queues for a controller with doorbell stride `stride`, whose commands may
+    /// take `timeout_s` seconds (at least 1). Test only: the `lost_completion`-th command
+    /// (counting from 1; 0 for none) will time out.
+    pub(crate) fn new(
+        dev: &'a Device<Bound>,
+        stride: usize,
+        timeout_s: u32,
+        lost_completion: u32,
+    ) -> Result<Self> {
         let (sq_doorbell, cq_doorbell) = doorbells(0, stride);
         Ok(Self {
             dev,
             sq: SubmissionQueue::new(dev, ADMIN_DEPTH, sq_doorbell)?,
             cq: CompletionQueue::new(dev, ADMIN_DEPTH, cq_doorbell)?,
             next_cid: 0,
+            timeout_ms: i64::from(timeout_s.max(1)) * 1000,
             lost_cid: lost_completion
                 .checked_sub(1)
                 .and_then(|n| u16::try_from(n).ok()),
@@ -75,7 +82,7 @@ impl<'a> AdminQueue<'a> {
                 }
                 continue;
             }
-            if start.elapsed().as_millis() > ADMIN_TIMEOUT_MS {
+            if start.elapsed().as_millis() > self.timeout_ms {
                 dev_warn!(self.dev, "admin opcode {:#x} timed out\n", command.opcode);
                 return Err(ETIMEDOUT);
             }

@@ -96,6 +96,7 @@ impl<'a> Controller<'a> {
             admin <- new_mutex!(AdminQueue::new(
                 dev.as_ref(),
                 cap.doorbell_stride(),
+                crate::module_parameters::admin_timeout.value(),
                 crate::module_parameters::test_lost_admin_completion.value(),
             )?),
             cancel_lock <- new_mutex!((), "nvme_rs:cancel"),

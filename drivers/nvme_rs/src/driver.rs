@@ -55,6 +55,11 @@ kernel::module_pci_driver! {
             default: 1024,
             description: "Entries of each I/O queue, 2 to 4095 (the controller may take fewer)",
         },
+        admin_timeout: u32 {
+            default: 5,
+            description: "Seconds an admin command may take before the driver disables the \
+                controller (at least 1)",
+        },
         io_timeout: u32 {
             default: 30,
             description: "Seconds an I/O command may take before the driver aborts it \

@@ -1,0 +1,158 @@
+//! nvme_rs when commands time out, and when the controller goes while they do: lost completions
+//! and lost interrupts, stale and duplicated completions, a command the controller keeps (the host
+//! throttles its namespace), a controller that stops answering while the probe adds its disks, and
+//! removal and surprise removal while a timeout is due. Every byte read back verifies, the disk
+//! works afterwards, and the C nvme driver's twin controller is not touched.
+//!
+//! It runs on the KASAN kernel: a request ended twice, or memory freed while the controller may
+//! still write it, shows there even where the data comes out right.
+
+use harness::{
+    nvme::{self, BIND_ALTERNATELY},
+    Drive, Scenario,
+};
+
+const MIB: u64 = 1024 * 1024;
+
+const SCRIPT: &str = r#"
+check load insmod /modules/nvme_rs.ko
+check disks-per-namespace wait_for 20 test -b /dev/rsnvme0n1 -a -b /dev/rsnvme0n2
+check load-c-nvme sh -c 'insmod /modules/nvme-core.ko && insmod /modules/nvme.ko'
+check c-disk wait_for 20 test -b /dev/nvme0n1
+c1=nvme0n1
+check pattern-write blkio fill /dev/rsnvme0n1 101 32
+check c-pattern-write blkio fill /dev/$c1 0x5eed 16
+
+# reload [PARAMS]: nvme_rs again, with module parameters.
+reload() { rmmod nvme_rs && insmod /modules/nvme_rs.ko "$@" && wait_for 20 test -b /dev/rsnvme0n2; }
+
+# A lost completion (fault injection): the timeout handler ends the request with an error, and the
+# disk keeps working.
+echo 2000 >/sys/block/rsnvme0n1/queue/io_timeout
+echo 100 >/sys/kernel/debug/fail_io_timeout/probability
+echo 1 >/sys/kernel/debug/fail_io_timeout/times
+echo 0 >/sys/kernel/debug/fail_io_timeout/verbose
+echo 1 >/sys/block/rsnvme0n1/io-timeout-fail
+check timed-out-io-fails sh -c '! timeout 60 blkio verify /dev/rsnvme0n1 101 1'
+echo 0 >/sys/block/rsnvme0n1/io-timeout-fail
+check timeout-handled sh -c 'dmesg | grep -q "nvme_rs.*timed out"'
+check io-after-timeout blkio verify /dev/rsnvme0n1 101 32
+
+# Stale and duplicated completions (a test-only injection point: each of the first 4 completions
+# after the load comes twice more, as it was and with another command id generation): every copy
+# is ignored and counted, none is taken, and the data is right.
+check reload-injecting-duplicates reload test_duplicate_completions=4
+check io-with-duplicates blkio verify /dev/rsnvme0n1 101 32
+check duplicates-ignored sh -c 'test "$(dmesg | grep -c "nvme_rs.*ignored completion")" -eq 8'
+check no-injected-completion-taken sh -c '! dmesg | grep -q "injected bad completion"'
+check reload-after-duplicates reload
+check duplicates-counted sh -c 'dmesg | grep -q "nvme_rs.* 8 completions ignored"'
+
+# Lost interrupts (test-only: the driver ignores its I/O interrupts until the first timeout, that of
+# a read of the probe's partition scan): the timeout handler finds the completions with its own
+# poll and ends each request once, and the disk works. The completion is taken before the
+# handler's check here, after it in the fault injection above.
+check reload-losing-interrupts reload test_lose_interrupts=1 io_timeout=2
+check lost-interrupt-polled sh -c 'dmesg | grep -q "nvme_rs.*timed out, completion polled"'
+check io-after-lost-interrupt blkio verify /dev/rsnvme0n1 101 32
+check reload-after-lost-interrupt reload
+
+# A command the controller keeps past the timeout, which Abort cannot end (QEMU's never does): the
+# host throttles the namespace to a byte a second. The driver disables the controller and fails
+# all I/O until it is reloaded; the C driver's disk is not touched.
+echo 1000 >/sys/block/rsnvme0n1/queue/io_timeout
+request throttle
+check stuck-io-fails sh -c '! blkio verify /dev/rsnvme0n1 101 1'
+check controller-killed sh -c 'dmesg | grep -q "nvme_rs.*controller disabled; failing outstanding I/O"'
+check other-namespace-fails-too blkio hammer /dev/rsnvme0n2 10
+request unthrottle
+check reload-after-kill reload
+check io-after-reload blkio verify /dev/rsnvme0n1 101 32
+
+# A controller that stops answering while the probe adds its disks: the host throttles the first
+# namespace to a byte a second, then reads 64 KiB through the throttle itself, which fills its
+# bucket, so the partition scan's read would wait most of a day. It times out (io_timeout=2), Abort
+# does not end it, the driver disables the controller, and the probe fails: no disk left, the
+# function released. Then the controller binds as before.
+check unload-before-stuck-probe rmmod nvme_rs
+request throttle-and-fill
+insmod /modules/nvme_rs.ko io_timeout=2
+check stuck-probe-fails test ! -e /sys/bus/pci/devices/$RS_PCI/driver
+check stuck-probe-says-why sh -c 'dmesg | grep -q "nvme_rs .*controller stopped responding while its disks were added"'
+check stuck-probe-leaves-no-disk test ! -e /sys/block/rsnvme0n1 -a ! -e /sys/block/rsnvme0n2
+check released-after-stuck-probe pci_released $RS_PCI
+request unthrottle
+check reload-after-stuck-probe reload
+check io-after-stuck-probe blkio verify /dev/rsnvme0n1 101 32
+
+# Removal while a timeout is due: the controller is unbound while a read is stuck behind the
+# throttle. Removing the disk waits for the read; its timeout (2 s) disables the controller, which
+# ends it with an error, and the removal completes.
+check reload-before-stuck-removal reload io_timeout=2
+request throttle
+(blkio verify /dev/rsnvme0n1 101 1 >/dev/null 2>&1; echo $? >/tmp/stuck.rc) &
+stuck=$!
+sleep 1
+check remove-while-timing-out sh -c "echo $RS_PCI >/sys/bus/pci/drivers/nvme_rs/unbind"
+wait $stuck
+check stuck-read-failed-at-removal sh -c 'test "$(cat /tmp/stuck.rc)" != 0'
+check released-after-stuck-removal pci_released $RS_PCI
+request unthrottle
+check bind-after-stuck-removal sh -c "echo $RS_PCI >/sys/bus/pci/drivers/nvme_rs/bind"
+check disk-after-stuck-removal wait_for 20 test -b /dev/rsnvme0n2
+check io-after-stuck-removal blkio verify /dev/rsnvme0n1 101 32
+
+check reload-before-unplug reload io_timeout=3
+check disk-before-unplug wait_for 20 test -b /dev/rsnvme0n1
+
+# Surprise removal (QMP device_del of the controller) during I/O, while a timeout is due: a read of
+# the first namespace is stuck behind the throttle, and its timeout (3 s) fires about when the
+# controller goes, in either order. (The host lifts the throttle just before: QEMU would otherwise
+# wait for the read while it removes the device, and the whole VM with it.)
+(blkio hammer /dev/rsnvme0n2 120 >/tmp/hammer.out 2>&1; echo $? >/tmp/hammer.rc) &
+hammer=$!
+request throttle
+(blkio verify /dev/rsnvme0n1 101 1 >/dev/null 2>&1; echo $? >/tmp/stuck.rc) &
+stuck=$!
+sleep 3
+request unthrottle-and-unplug
+check disk-removed wait_for 60 sh -c '! test -e /sys/block/rsnvme0n1 && ! test -e /sys/block/rsnvme0n2'
+wait $hammer $stuck
+diag "hammer=$(cat /tmp/hammer.out | tr ' ' ',') stuck_read_rc=$(cat /tmp/stuck.rc)"
+check io-ended-with-errors grep -qx 0 /tmp/hammer.rc
+check c-nvme-unaffected blkio verify /dev/$c1 0x5eed 16
+check unload rmmod nvme_rs
+"#;
+
+#[test]
+fn nvme_rs_ends_every_request_once_whatever_times_out() {
+    let drives = || vec![Drive::Raw { size: 64 * MIB }, Drive::Raw { size: 16 * MIB }];
+    let vm = nvme::vm("dut")
+        .nvme(drives())
+        .nvme(vec![Drive::Raw { size: 16 * MIB }])
+        .script(&format!("{BIND_ALTERNATELY}{SCRIPT}"))
+        .timeout(std::time::Duration::from_secs(600));
+    Scenario::new("nvme-rs-timeouts")
+        .on_kasan_kernel()
+        .vm(vm)
+        .on_request("dut", "throttle", |qmp| qmp.throttle("nvme0ns1", 1))
+        .on_request("dut", "throttle-and-fill", |qmp| {
+            qmp.throttle("nvme0ns1", 1)?;
+            // The first read through the throttle passes at once and fills its bucket. qemu-io
+            // prints what it read on QEMU's standard output (qemu.log), a failure in its answer.
+            let out = qmp.human_monitor("qemu-io -d nvme0ns1 \"read 0 64k\"")?;
+            match out.trim() {
+                "" => Ok(()),
+                failure => Err(harness::err!(
+                    "the host's read through the throttle: {failure}"
+                )),
+            }
+        })
+        .on_request("dut", "unthrottle", |qmp| qmp.throttle("nvme0ns1", 0))
+        .on_request("dut", "unthrottle-and-unplug", |qmp| {
+            qmp.throttle("nvme0ns1", 0)?;
+            qmp.device_del("nvme0")
+        })
+        .run()
+        .unwrap_or_else(|e| panic!("{e}"));
+}
