@@ -382,6 +382,10 @@ unsafe extern "C" fn e1000_irq(
         e1000.update_carrier();
     }
     e1000.bar.write32(u32::MAX, regs::IMC);
+    // The write is posted: reading a register pushes it to the device before the handler returns,
+    // so that the device does not raise the interrupt again meanwhile (the C driver's
+    // E1000_WRITE_FLUSH).
+    let _ = e1000.bar.read32(regs::STATUS);
     // Before scheduling: a poll already running then polls again and sees it, and the poll that
     // sees it writes IMS after this IMC.
     e1000.masks.fetch_add(1, Ordering::Release);
