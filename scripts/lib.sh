@@ -61,11 +61,11 @@ build_package() {
 }
 
 # The lab kernels, both built from the same source by scripts/setup.sh:
-#   lab    GCC; DMA-API debugging, kmemleak, fault injection (kernel/rust.config). Every test and
-#          benchmark runs on it.
+#   lab    GCC; DMA-API debugging, kmemleak, fault injection (kernel/rust.config). The benchmarks
+#          and most tests run on it.
 #   kasan  the same with KASAN, lockdep and list/object debugging on top (kernel/kasan.config). The
-#          kernel lets Rust and KASAN meet only in a Clang build, hence LLVM. The fault and race
-#          scenarios and the wrapper's self-tests run on it as well.
+#          kernel lets Rust and KASAN meet only in a Clang build, hence LLVM. The fault, timeout and
+#          race scenarios and the wrapper's self-tests run on it (Scenario::on_kasan_kernel).
 LAB_KERNELS=(lab kasan)
 KASAN_LLVM_VERSION=19
 
