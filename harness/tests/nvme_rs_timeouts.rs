@@ -69,6 +69,23 @@ request unthrottle
 check reload-after-kill reload
 check io-after-reload blkio verify /dev/rsnvme0n1 101 32
 
+# Both namespaces' commands kept at once, their disks' timeouts due together (blk-mq rounds them to
+# the second). The first handler declares the controller dead and (test_kill_delay) waits 2 s
+# before it cancels, so that the other disk's handler finds its request in flight on a dead
+# controller: it must leave it to the cancelling, which ends every request once.
+check reload-delaying-kills reload test_kill_delay=2000
+for n in 1 2; do echo 1000 >/sys/block/rsnvme0n$n/queue/io_timeout; done
+request throttle-both
+for n in 1 2; do
+    (blkio verify /dev/rsnvme0n$n 101 1 >/dev/null 2>&1; echo $? >/tmp/stuck$n.rc) &
+done
+wait
+check both-stuck-reads-fail sh -c 'test "$(cat /tmp/stuck1.rc)" != 0 -a "$(cat /tmp/stuck2.rc)" != 0'
+check both-timeouts-handled sh -c 'test "$(dmesg | grep -c "nvme_rs.*timed out on a dead controller")" -ge 1'
+request unthrottle-both
+check reload-after-two-timeouts reload
+check io-after-two-timeouts blkio verify /dev/rsnvme0n1 101 32
+
 # A controller that stops answering while the probe adds its disks: the host throttles the first
 # namespace to a byte a second, then reads 64 KiB through the throttle itself, which fills its
 # bucket, so the partition scan's read would wait most of a day. It times out (io_timeout=2), Abort
@@ -149,6 +166,14 @@ fn nvme_rs_ends_every_request_once_whatever_times_out() {
             }
         })
         .on_request("dut", "unthrottle", |qmp| qmp.throttle("nvme0ns1", 0))
+        .on_request("dut", "throttle-both", |qmp| {
+            qmp.throttle("nvme0ns1", 1)?;
+            qmp.throttle("nvme0ns2", 1)
+        })
+        .on_request("dut", "unthrottle-both", |qmp| {
+            qmp.throttle("nvme0ns1", 0)?;
+            qmp.throttle("nvme0ns2", 0)
+        })
         .on_request("dut", "unthrottle-and-unplug", |qmp| {
             qmp.throttle("nvme0ns1", 0)?;
             qmp.device_del("nvme0")

@@ -327,6 +327,11 @@ impl<'a> Controller<'a> {
             return;
         }
         dev_warn!(self.pdev, "controller disabled; failing outstanding I/O\n");
+        let delay = crate::module_parameters::test_kill_delay.value();
+        if delay > 0 {
+            // Test only: other timeout handlers find the controller dead before the cancelling.
+            fsleep(Delta::from_millis(i64::from(delay)));
+        }
         let set = self.tag_set.load(Ordering::Acquire);
         let stop_and_cancel = || {
             let _ = self.disable();

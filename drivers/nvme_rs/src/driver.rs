@@ -75,6 +75,11 @@ kernel::module_pci_driver! {
             description: "Test only (1): I/O queue interrupts are ignored, as if lost, until the \
                 first timeout, whose handler must find the completions with its own poll",
         },
+        test_kill_delay: u32 {
+            default: 0,
+            description: "Test only: milliseconds the driver waits between declaring the \
+                controller dead and cancelling its requests, so that other timeouts run meanwhile",
+        },
         test_lost_admin_completion: u32 {
             default: 0,
             description: "Test only: the completion of each controller's Nth admin command is \

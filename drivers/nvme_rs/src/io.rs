@@ -1100,6 +1100,12 @@ fn handle_timeout(queue: &IoQueue<'_>, rq: &Request<Pdu<'_>>) -> TimeoutAction {
         // Once the controller is dead only the cancelling ends requests (as the C driver leaves
         // them to `nvme_dev_disable`): it has ended this one, or will. `kill` is done at once when
         // it ran before.
+        dev_warn!(
+            ctrl.pdev,
+            "I/O {} QID {} timed out on a dead controller\n",
+            rq.tag(),
+            queue.qid
+        );
         ctrl.kill();
         return TimeoutAction::Done;
     }
