@@ -71,11 +71,11 @@ KASAN_LLVM_VERSION=19
 
 # The lab kernel the scripts and the harness work with: RDD_KERNEL, or lab.
 selected_kernel() {
-	local name=${RDD_KERNEL:-lab}
-	case $name in
-	lab | kasan) echo "$name" ;;
-	*) die "RDD_KERNEL=$name: the lab kernels are ${LAB_KERNELS[*]}" ;;
-	esac
+	local name=${RDD_KERNEL:-lab} known
+	for known in "${LAB_KERNELS[@]}"; do
+		[ "$name" = "$known" ] && echo "$name" && return 0
+	done
+	die "RDD_KERNEL=$name: the lab kernels are ${LAB_KERNELS[*]}"
 }
 
 # The config fragments of lab kernel NAME, merged in this order onto tinyconfig.

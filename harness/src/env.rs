@@ -18,8 +18,8 @@ const KASAN_SLOWDOWN: u32 = 3;
 pub struct Env {
     /// The repository's top directory.
     pub root: PathBuf,
-    /// The lab kernel's name: `lab` or `kasan`.
-    pub kernel: String,
+    /// Which lab kernel.
+    pub kernel: Kernel,
     /// The kernel build directory (`O=` of the kernel's make), against which modules are built.
     pub kdir: PathBuf,
     /// Every `KEY=VALUE` that `scripts/env.sh` printed.
@@ -37,10 +37,21 @@ pub enum Kernel {
 }
 
 impl Kernel {
-    fn name(self) -> &'static str {
+    /// Its name, as `RDD_KERNEL` and `scripts/env.sh` spell it.
+    pub fn name(self) -> &'static str {
         match self {
             Kernel::Lab => "lab",
             Kernel::Kasan => "kasan",
+        }
+    }
+
+    fn from_name(name: &str) -> Result<Kernel> {
+        match name {
+            "lab" => Ok(Kernel::Lab),
+            "kasan" => Ok(Kernel::Kasan),
+            other => Err(err!(
+                "RDD_KERNEL={other}: the lab kernels are lab and kasan"
+            )),
         }
     }
 }
@@ -57,29 +68,24 @@ impl Env {
     pub fn of(kernel: Kernel) -> Result<&'static Env> {
         static ENVS: [OnceLock<std::result::Result<Env, String>>; 2] =
             [OnceLock::new(), OnceLock::new()];
-        let name = std::env::var("RDD_KERNEL").unwrap_or_else(|_| kernel.name().to_string());
-        let slot = match name.as_str() {
-            "lab" => &ENVS[0],
-            "kasan" => &ENVS[1],
-            other => {
-                return Err(err!(
-                    "RDD_KERNEL={other}: the lab kernels are lab and kasan"
-                ))
-            }
+        let kernel = match std::env::var("RDD_KERNEL") {
+            Ok(name) => Kernel::from_name(&name)?,
+            Err(_) => kernel,
         };
-        slot.get_or_init(|| Env::read(&name).map_err(|e| e.0))
+        ENVS[kernel as usize]
+            .get_or_init(|| Env::read(kernel).map_err(|e| e.0))
             .as_ref()
             .map_err(|e| err!("{e}"))
     }
 
-    fn read(kernel: &str) -> Result<Env> {
+    fn read(kernel: Kernel) -> Result<Env> {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"))
             .parent()
             .expect("the harness lives one level below the repository root")
             .to_path_buf();
         let out = Command::new("bash")
             .arg(root.join("scripts/env.sh"))
-            .env("RDD_KERNEL", kernel)
+            .env("RDD_KERNEL", kernel.name())
             .output()
             .map_err(|e| err!("cannot run scripts/env.sh: {e}"))?;
         if !out.status.success() {
@@ -97,10 +103,6 @@ impl Env {
             vars.get("KDIR")
                 .ok_or_else(|| err!("scripts/env.sh printed no KDIR"))?,
         );
-        let kernel = vars
-            .get("KERNEL")
-            .ok_or_else(|| err!("scripts/env.sh printed no KERNEL"))?
-            .clone();
         Ok(Env {
             root,
             kernel,
@@ -130,24 +132,27 @@ impl Env {
     /// Where a run keeps its logs: `runs/<name>/` in the repository (ignored by git), and
     /// `runs/kasan/<name>/` on the KASAN kernel.
     pub fn run_dir(&self, name: &str) -> PathBuf {
-        match self.kernel.as_str() {
-            "lab" => self.root.join("runs").join(name),
-            other => self.root.join("runs").join(other).join(name),
+        match self.kernel {
+            Kernel::Lab => self.root.join("runs").join(name),
+            Kernel::Kasan => self.root.join("runs/kasan").join(name),
         }
     }
 
     /// Where Kbuild puts what it builds of the module directory `rel` (relative to the root) for
     /// this kernel: `target/kbuild/<kernel>/<rel>`, so that the two kernels' builds never meet.
     pub fn module_output_dir(&self, rel: &Path) -> PathBuf {
-        self.root.join("target/kbuild").join(&self.kernel).join(rel)
+        self.root
+            .join("target/kbuild")
+            .join(self.kernel.name())
+            .join(rel)
     }
 
     /// How many times longer than on the lab kernel a guest takes here: KASAN checks every
     /// memory access and lockdep every lock, under TCG.
     pub fn slowdown(&self) -> u32 {
-        match self.kernel.as_str() {
-            "kasan" => KASAN_SLOWDOWN,
-            _ => 1,
+        match self.kernel {
+            Kernel::Kasan => KASAN_SLOWDOWN,
+            Kernel::Lab => 1,
         }
     }
 }

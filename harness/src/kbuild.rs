@@ -94,7 +94,7 @@ fn kbuild(
         return Err(err!(
             "make {target} of {} for the {} kernel failed:\n{}{}",
             dir.display(),
-            env.kernel,
+            env.kernel.name(),
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         ));

@@ -327,7 +327,7 @@ impl Scenario {
     }
 
     fn start(&self, env: &Env, top: &Path, mut vm: Vm) -> Result<Running> {
-        if env.kernel == "kasan" && vm.machine == Machine::Pc {
+        if env.kernel == Kernel::Kasan && vm.machine == Machine::Pc {
             // Under KASAN the guest's ACPI interpreter takes longer to route an i440FX INTx than
             // ACPICA lets a loop run (30 s, AE_AML_LOOP_TIMEOUT), and the function gets none.
             vm = vm.bios_irq_routing();

@@ -132,7 +132,7 @@ check released-at-unload pci_released $rs_pci
 
 #[test]
 fn e1000_rs_fails_cleanly_at_each_allocation() {
-    let kasan = Env::of(Kernel::Kasan).is_ok_and(|env| env.kernel == "kasan");
+    let kasan = Env::of(Kernel::Kasan).is_ok_and(|env| env.kernel == Kernel::Kasan);
     let step = harness::fault_step(if kasan { KASAN_STEP } else { 1 });
     Scenario::new("e1000-rs-faults")
         .on_kasan_kernel()
