@@ -7,11 +7,13 @@
 //! once with coherent buffers and once with streaming mappings, both from this driver's own
 //! `dma_local`.
 
+mod compat;
 mod dma_local;
 mod regs;
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
+use compat::irqreturn;
 use dma_local::{dir, Attrs, Coherent, Gfp, Mask, Streaming};
 use kernel::{
     bindings,
@@ -22,26 +24,40 @@ use kernel::{
     time::{delay::fsleep, Delta},
 };
 
-kernel::module_pci_driver! {
-    type: EduDriver,
-    name: "{{crate_name}}",
-    authors: ["rust-dma-drivers"],
-    description: "DMA round trips through QEMU's edu device",
-    license: "GPL",
-    params: {
-        fail_coherent_alloc: bool {
-            default: false,
-            description: "Test only: ask for an impossible coherent buffer, so that probe fails",
-        },
-    },
+/// Declares the module. Its on/off parameter is of type `$flag` and defaults to `$off`: `bool` and
+/// `false`, or before 7.3, whose `module!` has no `bool` parameters, `u8` and 0 (read with
+/// `compat::flag`).
+// Not formatted: rustfmt moves the continuation lines of the strings on every run.
+#[rustfmt::skip]
+macro_rules! declare_module {
+    ($flag:ident, $off:tt) => {
+        kernel::module_pci_driver! {
+            type: EduDriver,
+            name: "{{crate_name}}",
+            authors: ["rust-dma-drivers"],
+            description: "DMA round trips through QEMU's edu device",
+            license: "GPL",
+            params: {
+                fail_coherent_alloc: $flag {
+                    default: $off,
+                    description: "Test only: ask for an impossible coherent buffer, so that probe \
+                        fails",
+                },
+            },
+        }
+    };
 }
+#[cfg(not(kernel_before_7_3))]
+declare_module!(bool, false);
+#[cfg(kernel_before_7_3)]
+declare_module!(u8, 0);
 
 type Bar0<'bound> = pci::Bar<'bound, { regs::BAR0_SIZE }>;
 
 /// How long one DMA transfer may take: edu completes one after 100 ms of virtual time.
 const DMA_TIMEOUT_MS: u32 = 2000;
 
-kernel::pci_device_table!(
+compat::pci_device_table!(
     PCI_TABLE,
     <EduDriver as pci::Driver>::IdInfo,
     // pci::Vendor has no 0x1234: match edu's class, "unclassified device", then check its
@@ -64,7 +80,7 @@ struct Edu<'bound> {
     irq_seen: AtomicU32,
     irq: u32,
     /// Dropped after the handler is freed in `PinnedDrop`.
-    _vectors: pci::IrqVectorRegistration<'bound>,
+    _vectors: compat::IrqVectors<'bound>,
 }
 
 impl pci::Driver for EduDriver {
@@ -75,7 +91,8 @@ impl pci::Driver for EduDriver {
 
     fn probe<'bound>(
         pdev: &'bound pci::Device<Core<'_>>,
-        _info: Option<&'bound Self::IdInfo>,
+        #[cfg(not(kernel_before_7_3))] _info: Option<&'bound Self::IdInfo>,
+        #[cfg(kernel_before_7_3)] _info: &'bound Self::IdInfo,
     ) -> impl PinInit<Self::Data<'bound>, Error> + 'bound {
         let bound: &'bound pci::Device<Bound> = pdev;
         try_pin_init!(&this in Edu {
@@ -98,7 +115,7 @@ impl pci::Driver for EduDriver {
             },
             irq_seen: AtomicU32::new(0),
             _vectors: bound.alloc_irq_vectors(1, 1, pci::IrqTypes::all())?,
-            irq: kernel::irq::IrqRequest::from(_vectors.index(0)?).irq(),
+            irq: compat::first_irq(_vectors)?,
             _: {
                 // SAFETY: `edu_irq` matches `irq_handler_t`; the cookie points to this pinned
                 // `Edu`, whose fields are all initialised and which frees the IRQ in `PinnedDrop`
@@ -145,11 +162,11 @@ unsafe extern "C" fn edu_irq(
     let edu = unsafe { &*cookie.cast::<Edu<'_>>() };
     let status = edu.bar.read32(regs::INTERRUPT_STATUS);
     if status == 0 {
-        return bindings::irqreturn::IRQ_NONE;
+        return irqreturn::IRQ_NONE;
     }
     edu.bar.write32(status, regs::INTERRUPT_ACK);
     edu.irq_seen.fetch_or(status, Ordering::AcqRel);
-    bindings::irqreturn::IRQ_HANDLED
+    irqreturn::IRQ_HANDLED
 }
 
 impl Edu<'_> {
@@ -205,7 +222,7 @@ impl Edu<'_> {
 
     fn coherent_round_trip(&self, len: usize) -> Result {
         let dev = self.pdev.as_ref();
-        let count = if crate::module_parameters::fail_coherent_alloc.value() {
+        let count = if compat::flag(&crate::module_parameters::fail_coherent_alloc) {
             usize::MAX / 2
         } else {
             len

@@ -812,11 +812,26 @@ pub(crate) enum Direction {
 impl Direction {
     fn raw(self) -> bindings::dma_data_direction {
         match self {
-            Direction::ToDevice => bindings::dma_data_direction::DMA_TO_DEVICE,
-            Direction::FromDevice => bindings::dma_data_direction::DMA_FROM_DEVICE,
-            Direction::Bidirectional => bindings::dma_data_direction::DMA_BIDIRECTIONAL,
+            Direction::ToDevice => dma_data_direction::DMA_TO_DEVICE,
+            Direction::FromDevice => dma_data_direction::DMA_FROM_DEVICE,
+            Direction::Bidirectional => dma_data_direction::DMA_BIDIRECTIONAL,
         }
     }
+}
+
+/// The values of C's `enum dma_data_direction`: the newtype's constants.
+#[cfg(not(kernel_before_7_3))]
+use bindings::dma_data_direction;
+
+/// The values of C's `enum dma_data_direction`, which bindgen made plain constants before 7.3 (the
+/// cfg comes from `scripts/kernel-cfg.mk`, which a driver's Kbuild includes).
+#[cfg(kernel_before_7_3)]
+mod dma_data_direction {
+    pub(super) use kernel::bindings::{
+        dma_data_direction_DMA_BIDIRECTIONAL as DMA_BIDIRECTIONAL,
+        dma_data_direction_DMA_FROM_DEVICE as DMA_FROM_DEVICE,
+        dma_data_direction_DMA_TO_DEVICE as DMA_TO_DEVICE,
+    };
 }
 
 /// Directions as types, for the buffers this module owns ([`Streaming`], [`NonCoherent`]): what

@@ -9,6 +9,7 @@
 //! schedules NAPI, and the NAPI poll cleans both rings. A transmit schedules a poll that only
 //! frees sent frames.
 
+mod compat;
 mod dma_local;
 mod netdev;
 mod regs;
@@ -24,37 +25,48 @@ use kernel::{
     io::Io,
     new_spinlock, pci,
     prelude::*,
-    sync::{
-        barrier::{smp_mb, Full},
-        SpinLock,
-    },
+    sync::SpinLock,
     time::{delay::fsleep, Delta},
 };
 
+use compat::{irqreturn, smp_mb, Full};
 use dma_local::Mask;
 use netdev::{MacAddress, Napi, NetDev, RxMode, Skb, Stats};
 use ring::{Rings, RxDone, RxRing, TxProducer, TxRing};
 use timer::Timer;
 
-kernel::module_pci_driver! {
-    type: E1000Driver,
-    name: "e1000_rs",
-    authors: ["rust-dma-drivers"],
-    description: "Intel 82540EM (QEMU e1000) Ethernet driver in Rust",
-    license: "GPL",
-    params: {
-        rx_copy: bool {
-            default: false,
-            description: "Receive into coherent ring buffers and copy frames out, \
-                instead of into mapped socket buffers (default)",
-        },
-        tx_copy: bool {
-            default: false,
-            description: "Copy frames into coherent ring buffers to transmit them, \
-                instead of mapping the socket buffers (default)",
-        },
-    },
+/// Declares the module. Its on/off parameters are of type `$flag` and default to `$off`: `bool`
+/// and `false`, or before 7.3, whose `module!` has no `bool` parameters, `u8` and 0 (read with
+/// `compat::flag`).
+// Not formatted: rustfmt moves the continuation lines of the strings on every run.
+#[rustfmt::skip]
+macro_rules! declare_module {
+    ($flag:ident, $off:tt) => {
+        kernel::module_pci_driver! {
+            type: E1000Driver,
+            name: "e1000_rs",
+            authors: ["rust-dma-drivers"],
+            description: "Intel 82540EM (QEMU e1000) Ethernet driver in Rust",
+            license: "GPL",
+            params: {
+                rx_copy: $flag {
+                    default: $off,
+                    description: "Receive into coherent ring buffers and copy frames out, \
+                        instead of into mapped socket buffers (default)",
+                },
+                tx_copy: $flag {
+                    default: $off,
+                    description: "Copy frames into coherent ring buffers to transmit them, \
+                        instead of mapping the socket buffers (default)",
+                },
+            },
+        }
+    };
 }
+#[cfg(not(kernel_before_7_3))]
+declare_module!(bool, false);
+#[cfg(kernel_before_7_3)]
+declare_module!(u8, 0);
 
 type Bar0<'bound> = pci::Bar<'bound, { regs::BAR0_SIZE }>;
 
@@ -66,7 +78,7 @@ const TIDV_DEFAULT: u32 = 8;
 /// reap timer schedules a poll to free it: rounded up to jiffies (8-12 ms at HZ=250).
 const REAP_DELAY_MS: u32 = 10;
 
-kernel::pci_device_table!(
+compat::pci_device_table!(
     PCI_TABLE,
     <E1000Driver as pci::Driver>::IdInfo,
     [(pci::DeviceId::from_id(pci::Vendor::INTEL, 0x100e), ())]
@@ -156,7 +168,7 @@ pub(crate) struct E1000<'bound> {
     /// The interface is open: interrupts may schedule NAPI.
     running: AtomicBool,
     irq: u32,
-    _vectors: pci::IrqVectorRegistration<'bound>,
+    _vectors: compat::IrqVectors<'bound>,
 }
 
 impl pci::Driver for E1000Driver {
@@ -167,7 +179,8 @@ impl pci::Driver for E1000Driver {
 
     fn probe<'bound>(
         pdev: &'bound pci::Device<Core<'_>>,
-        _info: Option<&'bound Self::IdInfo>,
+        #[cfg(not(kernel_before_7_3))] _info: Option<&'bound Self::IdInfo>,
+        #[cfg(kernel_before_7_3)] _info: &'bound Self::IdInfo,
     ) -> impl PinInit<Self::Data<'bound>, Error> + 'bound {
         let bound: &'bound pci::Device<Bound> = pdev;
         try_pin_init!(&this in E1000 {
@@ -204,7 +217,7 @@ impl pci::Driver for E1000Driver {
             counters: Counters::default(),
             running: AtomicBool::new(false),
             _vectors: bound.alloc_irq_vectors(1, 1, pci::IrqTypes::all())?,
-            irq: kernel::irq::IrqRequest::from(_vectors.index(0)?).irq(),
+            irq: compat::first_irq(_vectors)?,
             _: {
                 // SAFETY: `e1000_irq` matches `irq_handler_t`; the cookie is this pinned object,
                 // whose fields are all initialised and which frees the IRQ in `PinnedDrop`.
@@ -325,7 +338,7 @@ fn read_mac_address(bar: &Bar0<'_>) -> Result<MacAddress> {
         mac[2 * word as usize + 1] = value[1];
     }
     if !netdev::valid_ether_addr(&mac) {
-        return Err(EADDRNOTAVAIL);
+        return Err(compat::eaddrnotavail());
     }
     Ok(mac)
 }
@@ -373,10 +386,10 @@ unsafe extern "C" fn e1000_irq(
     let e1000 = unsafe { &*cookie.cast::<E1000<'_>>() };
     let cause = e1000.bar.read32(regs::ICR);
     if cause == 0 {
-        return bindings::irqreturn::IRQ_NONE;
+        return irqreturn::IRQ_NONE;
     }
     if !e1000.running.load(Ordering::Acquire) {
-        return bindings::irqreturn::IRQ_HANDLED;
+        return irqreturn::IRQ_HANDLED;
     }
     if cause & regs::INT_LSC != 0 {
         e1000.update_carrier();
@@ -390,7 +403,7 @@ unsafe extern "C" fn e1000_irq(
     // sees it writes IMS after this IMC.
     e1000.masks.fetch_add(1, Ordering::Release);
     e1000.netdev.napi().schedule();
-    bindings::irqreturn::IRQ_HANDLED
+    irqreturn::IRQ_HANDLED
 }
 
 /// The reap timer fired: a poll frees what the transmit ring holds.
@@ -431,8 +444,8 @@ impl E1000<'_> {
         // guest fewer instructions than copying in either direction, with throughput level (see
         // the README).
         let (tx_copy, rx_copy) = (
-            crate::module_parameters::tx_copy.value(),
-            crate::module_parameters::rx_copy.value(),
+            compat::flag(&crate::module_parameters::tx_copy),
+            compat::flag(&crate::module_parameters::rx_copy),
         );
         let rings =
             || -> Result<_> { Ok((TxRing::new(dev, tx_copy)?, RxRing::new(dev, rx_copy)?)) };
@@ -742,7 +755,7 @@ impl E1000<'_> {
     /// `ndo_set_mac_address`.
     pub(crate) fn set_mac_address(&self, mac: &MacAddress) -> Result {
         if !netdev::valid_ether_addr(mac) {
-            return Err(EADDRNOTAVAIL);
+            return Err(compat::eaddrnotavail());
         }
         self.netdev.set_hw_addr(mac);
         program_mac_address(&self.bar, mac);

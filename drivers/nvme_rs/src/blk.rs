@@ -18,6 +18,8 @@ use kernel::{
     types::Opaque,
 };
 
+use crate::compat::bi_offset;
+
 // One-line C wrappers (`blk_shim.c`). Pointers are passed as `c_void`: the C structs embed lockdep
 // types that are zero-sized in Rust.
 extern "C" {
@@ -457,7 +459,7 @@ impl Iterator for DataPieces<'_> {
         if self.vecs.is_null() {
             return None;
         }
-        let (size, index, done) = (self.iter.bi_size, self.iter.bi_idx, self.iter.bi_offset);
+        let (size, index, done) = (self.iter.bi_size, self.iter.bi_idx, bi_offset!(self.iter));
         // SAFETY: Bytes are left and there are vectors, so vector `bi_idx` exists (type invariant).
         let vec = unsafe { *self.vecs.add(index as usize) };
         // A vector that does not hold what the iterator says ends the walk; the caller finds fewer
@@ -469,7 +471,7 @@ impl Iterator for DataPieces<'_> {
             .min(size);
         self.iter.bi_size = size - len;
         self.iter.bi_idx = index + 1;
-        self.iter.bi_offset = 0;
+        bi_offset!(self.iter) = 0;
         Some(Piece {
             page: vec.bv_page,
             offset: (vec.bv_offset + done) as usize,
@@ -696,8 +698,9 @@ impl Disk {
             lim.atomic_write_hw_max = max;
             lim.atomic_write_hw_boundary = boundary;
             lim.atomic_write_hw_unit_min = config.logical_block_size;
-            // The largest power of two that fits.
-            lim.atomic_write_hw_unit_max = 1 << max.ilog2();
+            // The largest power of two that fits. Not `1 << max.ilog2()`: with rustc 1.85 (Debian's
+            // 7.3), `ilog2` panics through a function objtool does not know never returns.
+            lim.atomic_write_hw_unit_max = 1 << (u32::BITS - 1 - max.leading_zeros());
             lim.features |= BLK_FEAT_ATOMIC_WRITES;
         }
         if config.max_discard_sectors > 0 {

@@ -119,6 +119,8 @@ pub(crate) const DSM_ATTR_DEALLOCATE: u32 = 1 << 2;
 pub(crate) const DSM_MAX_RANGES: u16 = 256;
 /// The bytes of one Dataset Management range: context attributes, length in logical blocks, and
 /// starting LBA.
+// Only an assertion uses it, which rustc 1.85 (Debian's 7.3) does not count as a use.
+#[allow(dead_code)]
 pub(crate) const DSM_RANGE_BYTES: usize = 16;
 
 /// Identify Controller, Optional Admin Command Support: Doorbell Buffer Config.

@@ -96,8 +96,8 @@ impl<'a> Controller<'a> {
             admin <- new_mutex!(AdminQueue::new(
                 dev.as_ref(),
                 cap.doorbell_stride(),
-                crate::module_parameters::admin_timeout.value(),
-                crate::module_parameters::test_lost_admin_completion.value(),
+                crate::compat::param(&crate::module_parameters::admin_timeout),
+                crate::compat::param(&crate::module_parameters::test_lost_admin_completion),
             )?),
             cancel_lock <- new_mutex!((), "nvme_rs:cancel"),
             list_pool: Pool::new(
@@ -117,10 +117,10 @@ impl<'a> Controller<'a> {
             irqs: [const { AtomicU32::new(0) }; MAX_IO_QUEUES],
             nr_irqs: AtomicUsize::new(0),
             duplicates_to_inject: AtomicU32::new(
-                crate::module_parameters::test_duplicate_completions.value(),
+                crate::compat::param(&crate::module_parameters::test_duplicate_completions),
             ),
             losing_interrupts: AtomicBool::new(
-                crate::module_parameters::test_lose_interrupts.value() != 0,
+                crate::compat::param(&crate::module_parameters::test_lose_interrupts) != 0,
             ),
         })
         .pin_chain(|ctrl| {
@@ -327,7 +327,7 @@ impl<'a> Controller<'a> {
             return;
         }
         dev_warn!(self.pdev, "controller disabled; failing outstanding I/O\n");
-        let delay = crate::module_parameters::test_kill_delay.value();
+        let delay = crate::compat::param(&crate::module_parameters::test_kill_delay);
         if delay > 0 {
             // Test only: other timeout handlers find the controller dead before the cancelling.
             fsleep(Delta::from_millis(i64::from(delay)));

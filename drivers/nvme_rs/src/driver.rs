@@ -11,6 +11,7 @@
 mod admin;
 mod blk;
 mod command;
+mod compat;
 mod controller;
 mod dma_local;
 mod io;
@@ -25,7 +26,6 @@ use kernel::{
     cpumask::CpumaskVar,
     device::{Bound, Core},
     ffi::c_void,
-    irq::IrqRequest,
     pci,
     prelude::*,
     str::CString,
@@ -35,6 +35,7 @@ use kernel::{
 
 use blk::{Disk, DiskConfig, TagSet, TagSetConfig};
 use command::{IdentifyController, IdentifyNamespace, IdentifyNvmController};
+use compat::param;
 use controller::{Controller, MAX_IO_QUEUES};
 use dma_local::{Coherent, Gfp, Mask};
 use io::{IoQueue, Namespace, SentCounts};
@@ -88,7 +89,7 @@ kernel::module_pci_driver! {
     },
 }
 
-kernel::pci_device_table!(
+compat::pci_device_table!(
     PCI_TABLE,
     <NvmeDriver as pci::Driver>::IdInfo,
     // Mass storage, non-volatile memory, NVM Express.
@@ -138,7 +139,7 @@ pub(crate) struct Nvme<'bound> {
     namespaces: KVec<KBox<Namespace>>,
     io_queues: KVec<Pin<KBox<IoQueue<'bound>>>>,
     ctrl: Arc<Controller<'bound>>,
-    vectors: Option<pci::IrqVectorRegistration<'bound>>,
+    vectors: Option<compat::IrqVectors<'bound>>,
     instance: Instance,
 }
 
@@ -150,7 +151,8 @@ impl pci::Driver for NvmeDriver {
 
     fn probe<'bound>(
         pdev: &'bound pci::Device<Core<'_>>,
-        _info: Option<&'bound Self::IdInfo>,
+        #[cfg(not(kernel_before_7_3))] _info: Option<&'bound Self::IdInfo>,
+        #[cfg(kernel_before_7_3)] _info: &'bound Self::IdInfo,
     ) -> impl PinInit<Self::Data<'bound>, Error> + 'bound {
         let bound: &'bound pci::Device<Bound> = pdev;
         dma_local::enable_bus_master(pdev).and_then(|()| Nvme::probe(bound))
@@ -175,7 +177,7 @@ impl<'bound> Nvme<'bound> {
         };
         let ctrl = nvme.ctrl.clone();
         // As in the C driver; blk-mq gets one tag fewer, so a queue can never overflow.
-        let depth = crate::module_parameters::io_queue_depth.value();
+        let depth = param(&crate::module_parameters::io_queue_depth);
         if !(2..4096).contains(&depth) {
             dev_err!(pdev, "io_queue_depth={} is not 2 to 4095\n", depth);
             return Err(EINVAL);
@@ -201,7 +203,7 @@ impl<'bound> Nvme<'bound> {
         };
 
         let sgls = id.sgls & command::SGLS_SUPPORTED_MASK != 0;
-        let sgl_threshold = sgls.then_some(match crate::module_parameters::sgl_threshold.value() {
+        let sgl_threshold = sgls.then_some(match param(&crate::module_parameters::sgl_threshold) {
             0 => usize::MAX,
             bytes => bytes as usize,
         });
@@ -209,15 +211,13 @@ impl<'bound> Nvme<'bound> {
         // One I/O queue pair per CPU, as far as the controller and the interrupt vectors go.
         let wanted = kernel::cpu::nr_cpu_ids().clamp(1, MAX_IO_QUEUES as u32) as u16;
         let granted = ctrl.admin_command(|admin, bar| admin.set_number_of_queues(bar, wanted))?;
-        let vectors = nvme.vectors.insert(pdev.alloc_irq_vectors(
-            1,
-            u32::from(granted),
-            pci::IrqTypes::all(),
-        )?);
+        let vectors = nvme
+            .vectors
+            .insert(compat::alloc_irq_vectors(pdev, 1, u32::from(granted))?);
         let count = usize::from(granted).min(vectors.len());
         nvme.io_queues.reserve(count, GFP_KERNEL)?;
         for index in 0..count {
-            let irq = IrqRequest::from(vectors.index(index)?).irq();
+            let irq = compat::vector_irq(vectors, index)?;
             let queue = IoQueue::new(
                 ctrl.clone(),
                 index as u16 + 1,
@@ -242,9 +242,7 @@ impl<'bound> Nvme<'bound> {
             // `init_hctx` indexes this array, which does not change until the tag set is gone.
             driver_data: nvme.io_queues.as_ptr().cast_mut().cast::<c_void>(),
             timeout: u32::try_from(msecs_to_jiffies(
-                crate::module_parameters::io_timeout
-                    .value()
-                    .saturating_mul(1000),
+                param(&crate::module_parameters::io_timeout).saturating_mul(1000),
             ))
             .unwrap_or(u32::MAX),
         })?);

@@ -23,6 +23,7 @@ use kernel::{
 
 use crate::blk::{self, Op, Piece, Request, Status, TimeoutAction};
 use crate::command::{self, nvm, Command};
+use crate::compat::irqreturn;
 use crate::controller::{Controller, LIST_BLOCK_BYTES, PRP_LIST_ENTRIES};
 use crate::dma_local::{Attrs, Direction, Gfp, Mapping, PoolBlock};
 use crate::queue::{doorbells, CompletionQueue, SubmissionQueue};
@@ -396,13 +397,13 @@ unsafe extern "C" fn nvme_rs_irq(_irq: c_int, cookie: *mut c_void) -> bindings::
     let queue = unsafe { &*cookie.cast::<IoQueue<'_>>() };
     if queue.ctrl.losing_interrupts() {
         // Test only: as if this interrupt had been lost.
-        return bindings::irqreturn::IRQ_HANDLED;
+        return irqreturn::IRQ_HANDLED;
     }
     // SAFETY: The queue's interrupt handler.
     if unsafe { queue.process_completions() } > 0 {
-        bindings::irqreturn::IRQ_HANDLED
+        irqreturn::IRQ_HANDLED
     } else {
-        bindings::irqreturn::IRQ_NONE
+        irqreturn::IRQ_NONE
     }
 }
 
