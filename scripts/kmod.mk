@@ -1,22 +1,32 @@
 # Included by every out-of-tree module's Makefile. The module itself is described by its Kbuild file.
-#   make                      build against the project's cached kernel
-#   make KDIR=<build dir>     build against another kernel build
-#   make rust-analyzer        write rust-project.json for IDEs
+#   make                  build against the project's lab kernel, with its toolchain
+#   make KDIR=<dir>       build against another kernel with the toolchain in PATH (or RUSTC=...):
+#                         a full kernel build, or a distribution's headers such as
+#                         /lib/modules/$(uname -r)/build, which scripts/prepare-headers.sh first
+#                         completes into a Rust-capable build directory (once per kernel)
+#   make rust-analyzer    write rust-project.json for IDEs
 #   make clean
 TOP := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))/..)
 
-ifndef KDIR
-KDIR := $(shell $(TOP)/scripts/env.sh --get KDIR)
-ifeq ($(KDIR),)
-$(error no kernel to build against: run $(TOP)/scripts/setup.sh, or pass KDIR=<kernel build dir>)
+ifdef KDIR
+# The toolchain the build will use, also when given on make's command line, is the one checked.
+BUILD_DIR := $(shell $(foreach v,RUSTC BINDGEN PAHOLE,$(if $($(v)),$(v)='$($(v))')) \
+	$(TOP)/scripts/prepare-headers.sh $(KDIR))
+ifeq ($(BUILD_DIR),)
+$(error cannot build for the kernel in $(KDIR): see the message above)
 endif
+else
+BUILD_DIR := $(shell $(TOP)/scripts/env.sh --get KDIR)
+ifeq ($(BUILD_DIR),)
+$(error no kernel to build against: run $(TOP)/scripts/setup.sh, or pass KDIR=<kernel build or headers dir>)
 endif
 KBUILD_VARS := $(shell $(TOP)/scripts/env.sh --toolchain)
+endif
 
 all modules:
-	$(MAKE) -C $(KDIR) M=$(CURDIR) $(KBUILD_VARS) modules
+	$(MAKE) -C $(BUILD_DIR) M=$(CURDIR) PROJECT=$(TOP) $(KBUILD_VARS) modules
 
 rust-analyzer clean:
-	$(MAKE) -C $(KDIR) M=$(CURDIR) $(KBUILD_VARS) $@
+	$(MAKE) -C $(BUILD_DIR) M=$(CURDIR) PROJECT=$(TOP) $(KBUILD_VARS) $@
 
 .PHONY: all modules rust-analyzer clean

@@ -13,7 +13,7 @@ fail() {
 	failed=1
 }
 
-shellcheck -S warning scripts/*.sh .ci/run harness/guest/*.sh || fail "shellcheck"
+shellcheck -x -S warning scripts/*.sh .ci/run harness/guest/*.sh || fail "shellcheck"
 
 kernel_rust=(template/src/*.rs modules/*/*.rs drivers/*/src/*.rs)
 rustfmt --check --edition 2021 --config-path "$KSRC/.rustfmt.toml" "${kernel_rust[@]}" >/dev/null ||
@@ -35,7 +35,7 @@ for dir in modules/* drivers/* "$generated"; do
 	out_dir=$ROOT/target/kbuild/clippy/$(basename "$dir")
 	rm -rf "$out_dir"
 	mkdir -p "$out_dir"
-	if ! out=$(make -s -C "$dir" CLIPPY=1 MO="$out_dir" 2>&1) || grep -qE '(^|: )(warning|error)[:[]' <<<"$out"; then
+	if ! out=$(make -s -C "$dir" CLIPPY=1 MO="$out_dir" PROJECT="$ROOT" 2>&1) || grep -qE '(^|: )(warning|error)[:[]' <<<"$out"; then
 		printf '%s\n' "$out" >&2
 		fail "CLIPPY=1 build of $dir"
 	fi
