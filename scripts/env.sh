@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prints, as KEY=VALUE lines, where the set-up put the kernel and its toolchain, for the harness and
 # for shells (`eval "$(scripts/env.sh --export)"`). Fails with a clear message when the kernel is
-# not built. The kernel is the lab kernel RDD_KERNEL names (lab, the default, or kasan).
+# not built. The kernel is the one RDD_KERNEL names: a lab kernel (lab, the default, or kasan) or
+# one of Debian's (kernel/debian-kernels.conf).
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -12,6 +13,8 @@ case ${1:-} in
 --toolchain)
 	# Only what selects the kernel's Rust toolchain, for building against a kernel of the user's own.
 	kernel=$(selected_kernel)
+	# Debian's kernels are built for with the toolchain of their chroot, which needs no variables.
+	is_debian_kernel "$kernel" && exit 0
 	kernel_make_vars "$kernel"
 	echo "LIBCLANG_PATH=$(kernel_libclang_dir "$kernel")"
 	exit 0
@@ -24,6 +27,23 @@ case ${1:-} in
 esac
 
 kernel=$(selected_kernel)
+if is_debian_kernel "$kernel"; then
+	release=$(debian_kernel_field "$kernel" release)
+	chroot_dir=$(debian_chroot_dir "$kernel")
+	image_dir=$(debian_kernel_dir "$kernel")
+	[ -f "$chroot_dir/.complete" ] && [ -f "$image_dir/.complete" ] ||
+		die "Debian's $release kernel or its chroot is not set up: run scripts/setup.sh"
+	printf '%s%s\n' \
+		"$prefix" "KERNEL=$kernel" \
+		"$prefix" "KRELEASE=$release" \
+		"$prefix" "KDIR=$chroot_dir/usr/src/linux-headers-$release" \
+		"$prefix" "CHROOT=$chroot_dir" \
+		"$prefix" "BZIMAGE=$image_dir/vmlinuz" \
+		"$prefix" "KMODULES=$image_dir" \
+		"$prefix" "RDD_CACHE=$CACHE" \
+		"$prefix" "CARGO_GENERATE=$CARGO_GENERATE"
+	exit 0
+fi
 pkg=$(build_package)
 src=$(source_dir "$pkg") || die "no $pkg in $CACHE/src: run scripts/setup.sh"
 [ -x "$BINDGEN" ] && [ -f "$LIBCLANG_DIR/libclang.so" ] || die "the kernel's Rust toolchain is not installed: run scripts/setup.sh"
@@ -33,6 +53,8 @@ build=$(kernel_build_dir "$kernel")
 printf '%s%s\n' \
 	"$prefix" "KERNEL=$kernel" \
 	"$prefix" "KDIR=$build" \
+	"$prefix" "BZIMAGE=$build/arch/x86/boot/bzImage" \
+	"$prefix" "KMODULES=$build" \
 	"$prefix" "KSRC=$src" \
 	"$prefix" "KVERSION=$(source_version "$pkg")" \
 	"$prefix" "RDD_CACHE=$CACHE" \

@@ -7,6 +7,9 @@
 #   $CACHE/debs      downloaded linux-source-*.deb
 #   $CACHE/src       unpacked kernel trees, one per package version
 #   $CACHE/build     kernel builds, one directory per key (source version, config fragments, toolchain)
+#   $CACHE/chroot    Debian chroots with the toolchain of each of Debian's Rust kernels, one per key
+#   $CACHE/debian    Debian's kernel images and the modules the tests load, one directory per release
+#   $CACHE/kbuild    Debian's headers completed for Rust by scripts/prepare-headers.sh
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CACHE=${RDD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rust-dma-drivers}
@@ -69,14 +72,77 @@ build_package() {
 LAB_KERNELS=(lab kasan)
 KASAN_LLVM_VERSION=19
 
-# The lab kernel the scripts and the harness work with: RDD_KERNEL, or lab.
+# The kernel the scripts and the harness work with: RDD_KERNEL (a lab kernel or one of Debian's),
+# or lab.
 selected_kernel() {
 	local name=${RDD_KERNEL:-lab} known
-	for known in "${LAB_KERNELS[@]}"; do
+	for known in "${LAB_KERNELS[@]}" $(debian_kernels); do
 		[ "$name" = "$known" ] && echo "$name" && return 0
 	done
-	die "RDD_KERNEL=$name: the lab kernels are ${LAB_KERNELS[*]}"
+	die "RDD_KERNEL=$name: the kernels are ${LAB_KERNELS[*]} $(debian_kernels | tr '\n' ' ')"
 }
+
+# Lines of kernel/debian-kernels.conf as "name release suite apt-suites", comments stripped.
+debian_kernel_lines() {
+	sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$ROOT/kernel/debian-kernels.conf"
+}
+
+debian_kernels() {
+	debian_kernel_lines | awk '{ print $1 }'
+}
+
+# Field FIELD (release, suite or apt-suites) of Debian kernel NAME.
+debian_kernel_field() {
+	local name=$1 field=$2 column
+	case $field in
+	release) column=2 ;;
+	suite) column=3 ;;
+	apt-suites) column=4 ;;
+	esac
+	debian_kernel_lines | awk -v n="$name" -v c="$column" '$1 == n { print $c }'
+}
+
+is_debian_kernel() {
+	debian_kernels | grep -qx "$1"
+}
+
+# What the chroot of Debian kernel NAME holds: what a user of that release installs to build the
+# drivers (scripts/prepare-headers.sh names them), plus dkms and the kernel's headers and source.
+debian_chroot_packages() {
+	local release series
+	release=$(debian_kernel_field "$1" release)
+	series=$(echo "$release" | grep -oE '^[0-9]+\.[0-9]+')
+	printf '%s\n' rustc rust-src bindgen dwarves make bc flex bison libelf-dev libssl-dev openssl \
+		python3 kmod cpio xz-utils dkms "linux-headers-$release" "linux-source-$series"
+}
+
+# Bump when the way the chroots are made changes in a way the package list does not show.
+CHROOT_RECIPE=1
+
+# The chroot of Debian kernel NAME, keyed by the suites and packages it was made from.
+debian_chroot_dir() {
+	local name=$1 key
+	key=$({
+		echo "recipe $CHROOT_RECIPE"
+		debian_kernel_lines | awk -v n="$name" '$1 == n'
+		debian_chroot_packages "$name"
+	} | sha256sum | cut -c1-16)
+	printf '%s/chroot/%s-%s\n' "$CACHE" "$name" "$key"
+}
+
+# Debian's kernel image and the C modules the tests load, for Debian kernel NAME.
+debian_kernel_dir() {
+	printf '%s/debian/%s\n' "$CACHE" "$(debian_kernel_field "$1" release)"
+}
+
+# The C modules of Debian's kernels the tests load, in load order (Debian builds them as modules).
+DEBIAN_C_MODULES=(
+	drivers/net/ethernet/intel/e1000/e1000
+	drivers/nvme/common/nvme-keyring
+	drivers/nvme/common/nvme-auth
+	drivers/nvme/host/nvme-core
+	drivers/nvme/host/nvme
+)
 
 # The config fragments of lab kernel NAME, merged in this order onto tinyconfig.
 kernel_fragments() {

@@ -15,9 +15,13 @@ APT_PACKAGES=(
 	build-essential bc flex bison libelf-dev libssl-dev cpio xz-utils kmod python3 unzip
 	rustc-web rust-web-src rust-web-clippy
 	clang-19 lld-19 llvm-19
-	qemu-system-x86 busybox-static e2fsprogs
-	shellcheck
+	busybox-static e2fsprogs
+	shellcheck mmdebstrap
 )
+
+as_root() {
+	if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
 
 step_apt() {
 	local missing=() p
@@ -26,10 +30,41 @@ step_apt() {
 	done
 	[ ${#missing[@]} -eq 0 ] && return 0
 	log "installing Debian packages: ${missing[*]}"
-	local sudo=()
-	[ "$(id -u)" -eq 0 ] || sudo=(sudo)
-	"${sudo[@]}" apt-get update -q
-	DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+	as_root apt-get update -q
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends --no-remove \
+		"${missing[@]}"
+}
+
+# apt-get or apt-cache (first argument), as root, with the private list kernel/apt-qemu.list and
+# package lists of its own in the cache.
+apt_qemu() {
+	local tool=$1 state=$CACHE/apt-qemu
+	shift
+	mkdir -p "$state/lists/partial" "$state/cache/archives/partial"
+	as_root env DEBIAN_FRONTEND=noninteractive "$tool" -q -o APT::Sandbox::User=root \
+		-o "Dir::Etc::sourcelist=$ROOT/kernel/apt-qemu.list" \
+		-o Dir::Etc::sourceparts=/dev/null -o "Dir::State::Lists=$state/lists" -o "Dir::Cache=$state/cache" "$@"
+}
+
+# bookworm-backports' QEMU, at the version of the machine's qemu-utils when it has one (this machine
+# kind comes with 10.0.2 from there; bookworm's own QEMU 7.2 would remove it), else the newest.
+# Nothing is removed.
+step_qemu() {
+	local utils have want
+	utils=$(dpkg-query -W -f='${db:Status-Status} ${Version}' qemu-utils 2>/dev/null | sed -n 's/^installed //p')
+	have=$(dpkg-query -W -f='${db:Status-Status} ${Version}' qemu-system-x86 2>/dev/null | sed -n 's/^installed //p')
+	if [ -n "$have" ] && [ "$have" = "$utils" ] && [[ $have == *bpo12* ]]; then
+		return 0
+	fi
+	apt_qemu apt-get update >/dev/null
+	want=$utils
+	if [[ $want != *bpo12* ]]; then
+		want=$(apt_qemu apt-cache madison qemu-system-x86 | awk -F'|' '/bookworm-backports/ { gsub(/ /, "", $2); print $2; exit }')
+	fi
+	[ -n "$want" ] || die "no QEMU in bookworm-backports"
+	log "installing QEMU $want from bookworm-backports"
+	apt_qemu apt-get install -y --no-install-recommends --no-remove -t bookworm-backports \
+		"qemu-system-x86=$want" "qemu-system-common=$want" "qemu-system-data=$want" "qemu-utils=$want" >/dev/null
 }
 
 step_bindgen() {
@@ -201,10 +236,67 @@ check_config() {
 	done
 }
 
+# The chroot of Debian kernel NAME: that Debian release with its own kernel toolchain, dkms and the
+# kernel's headers and source, as a user of it would install them (mmdebstrap, from Debian's mirror).
+step_debian_chroot() {
+	local name=$1 dir suite packages old
+	dir=$(debian_chroot_dir "$name")
+	[ -f "$dir/.complete" ] && return 0
+	suite=$(debian_kernel_field "$name" suite)
+	packages=$(debian_chroot_packages "$name" | paste -sd,)
+	for old in "$CACHE/chroot/$name"-*; do
+		[ -e "$old" ] && [ "$old" != "$dir" ] && rm -rf "$old"
+	done
+	log "making the $name chroot: Debian $suite with $packages"
+	rm -rf "$dir"
+	mkdir -p "$CACHE/chroot"
+	# sid's Release file is valid for days only; the mirror this machine kind reaches may be older.
+	as_root mmdebstrap --quiet --variant=apt --aptopt='Acquire::Check-Valid-Until "false"' \
+		--include="$packages" "$suite" "$dir" - < <(
+			tr ',' '\n' <<<"$(debian_kernel_field "$name" apt-suites)" |
+				sed 's|.*|deb http://deb.debian.org/debian & main|'
+		)
+	touch "$dir/.complete"
+}
+
+# Debian's unmodified kernel image of Debian kernel NAME and the C modules the tests load, unpacked
+# from linux-binary-<release> and linux-modules-<release>.
+step_debian_kernel() {
+	local name=$1 release dir tmp pkg rel
+	release=$(debian_kernel_field "$name" release)
+	dir=$(debian_kernel_dir "$name")
+	[ -f "$dir/.complete" ] && return 0
+	apt_private_update
+	log "downloading Debian's $release kernel"
+	tmp=$(mktemp -d)
+	(cd "$tmp" && apt_private apt-get download "linux-binary-$release" "linux-modules-$release" >/dev/null)
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	for pkg in "$tmp"/*.deb; do
+		dpkg-deb -x "$pkg" "$tmp/root"
+	done
+	cp "$tmp/root/usr/lib/modules/$release/vmlinuz" "$dir/"
+	for rel in "${DEBIAN_C_MODULES[@]}"; do
+		mkdir -p "$dir/$(dirname "$rel")"
+		xz -dc "$tmp/root/usr/lib/modules/$release/kernel/$rel.ko.xz" >"$dir/$rel.ko"
+	done
+	rm -rf "$tmp"
+	touch "$dir/.complete"
+}
+
+# Debian's headers of kernel NAME completed for Rust, in the chroot, as the drivers' Makefiles do on
+# a user's first build; this also checks that the chroot's toolchain is the kernel's.
+step_debian_headers() {
+	local name=$1 release
+	release=$(debian_kernel_field "$name" release)
+	"$ROOT/scripts/debian-chroot.sh" "$name" "$ROOT/scripts/prepare-headers.sh" "/lib/modules/$release/build" >/dev/null
+}
+
 main() {
 	local start=$SECONDS
 	mkdir -p "$CACHE" "$TOOLS"
 	step_apt
+	step_qemu
 	step_bindgen
 	step_libclang
 	step_sources
@@ -213,6 +305,11 @@ main() {
 		step_kernel "$kernel"
 	done
 	step_cargo_generate
+	for kernel in $(debian_kernels); do
+		step_debian_chroot "$kernel"
+		step_debian_kernel "$kernel"
+		step_debian_headers "$kernel"
+	done
 	if [ "$QUIET" = 0 ]; then
 		for kernel in "${LAB_KERNELS[@]}"; do
 			log "$kernel kernel: $(kernel_build_dir "$kernel")"
