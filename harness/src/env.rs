@@ -12,21 +12,23 @@ const KASAN_SLOWDOWN: u32 = 3;
 
 /// The project's environment: repository root, kernel build and the variables Kbuild needs.
 ///
-/// There is one per lab kernel: `lab` (GCC; DMA-API debugging, kmemleak, fault injection) and
-/// `kasan` (the same with KASAN, lockdep and list/object debugging, built with LLVM).
+/// There is one per kernel: the lab kernels `lab` (GCC; DMA-API debugging, kmemleak, fault
+/// injection) and `kasan` (the same with KASAN, lockdep and list/object debugging, built with
+/// LLVM), and Debian's own kernels.
 #[derive(Debug, Clone)]
 pub struct Env {
     /// The repository's top directory.
     pub root: PathBuf,
-    /// Which lab kernel.
+    /// Which kernel.
     pub kernel: Kernel,
-    /// The kernel build directory (`O=` of the kernel's make), against which modules are built.
+    /// The kernel build directory (`O=` of the kernel's make), against which modules are built;
+    /// for Debian's kernels, their headers as installed in the chroot.
     pub kdir: PathBuf,
     /// Every `KEY=VALUE` that `scripts/env.sh` printed.
     pub vars: BTreeMap<String, String>,
 }
 
-/// Which lab kernel a scenario boots.
+/// Which kernel a scenario boots.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kernel {
     /// The lab kernel: fast enough for every test and benchmark.
@@ -34,25 +36,44 @@ pub enum Kernel {
     /// The KASAN kernel, for error paths and races: KASAN, lockdep and list/object debugging on
     /// top of all the lab kernel checks, at some four times the cost.
     Kasan,
+    /// Debian's own 7.3 kernel (trixie-backports), unmodified; modules built as its users build
+    /// them, in a trixie chroot with Debian's toolchain (`kernel/debian-kernels.conf`).
+    Debian73,
+    /// Debian's own 7.2 kernel (sid), likewise, in a sid chroot.
+    Debian72,
 }
 
 impl Kernel {
+    const ALL: [Kernel; 4] = [
+        Kernel::Lab,
+        Kernel::Kasan,
+        Kernel::Debian73,
+        Kernel::Debian72,
+    ];
+
     /// Its name, as `RDD_KERNEL` and `scripts/env.sh` spell it.
     pub fn name(self) -> &'static str {
         match self {
             Kernel::Lab => "lab",
             Kernel::Kasan => "kasan",
+            Kernel::Debian73 => "debian-7.3",
+            Kernel::Debian72 => "debian-7.2",
         }
     }
 
+    /// One of Debian's kernels rather than a lab kernel the project builds.
+    pub fn is_debian(self) -> bool {
+        matches!(self, Kernel::Debian73 | Kernel::Debian72)
+    }
+
     fn from_name(name: &str) -> Result<Kernel> {
-        match name {
-            "lab" => Ok(Kernel::Lab),
-            "kasan" => Ok(Kernel::Kasan),
-            other => Err(err!(
-                "RDD_KERNEL={other}: the lab kernels are lab and kasan"
-            )),
-        }
+        Kernel::ALL
+            .into_iter()
+            .find(|k| k.name() == name)
+            .ok_or_else(|| {
+                let names: Vec<_> = Kernel::ALL.iter().map(|k| k.name()).collect();
+                err!("RDD_KERNEL={name}: the kernels are {}", names.join(", "))
+            })
     }
 }
 
@@ -63,14 +84,15 @@ impl Env {
         Env::of(Kernel::Lab)
     }
 
-    /// The environment of the lab kernel `kernel`, or of the one `RDD_KERNEL` names, which
-    /// overrides every choice (`RDD_KERNEL=kasan` runs the whole suite on the KASAN kernel).
+    /// The environment of `kernel`. For a lab kernel, `RDD_KERNEL` overrides the choice
+    /// (`RDD_KERNEL=kasan` runs the whole suite on the KASAN kernel); a scenario made for one of
+    /// Debian's kernels keeps it.
     pub fn of(kernel: Kernel) -> Result<&'static Env> {
-        static ENVS: [OnceLock<std::result::Result<Env, String>>; 2] =
-            [OnceLock::new(), OnceLock::new()];
+        static ENVS: [OnceLock<std::result::Result<Env, String>>; Kernel::ALL.len()] =
+            [const { OnceLock::new() }; Kernel::ALL.len()];
         let kernel = match std::env::var("RDD_KERNEL") {
-            Ok(name) => Kernel::from_name(&name)?,
-            Err(_) => kernel,
+            Ok(name) if !kernel.is_debian() => Kernel::from_name(&name)?,
+            _ => kernel,
         };
         ENVS[kernel as usize]
             .get_or_init(|| Env::read(kernel).map_err(|e| e.0))
@@ -120,21 +142,21 @@ impl Env {
     }
 
     /// The kernel image to boot.
-    pub fn bzimage(&self) -> PathBuf {
-        self.kdir.join("arch/x86/boot/bzImage")
+    pub fn bzimage(&self) -> Result<PathBuf> {
+        self.var("BZIMAGE").map(PathBuf::from)
     }
 
-    /// A module of the kernel build itself, e.g. `drivers/net/ethernet/intel/e1000/e1000.ko`.
-    pub fn kernel_module(&self, rel: &str) -> PathBuf {
-        self.kdir.join(rel)
+    /// A module of the kernel itself, e.g. `drivers/net/ethernet/intel/e1000/e1000.ko`.
+    pub fn kernel_module(&self, rel: &str) -> Result<PathBuf> {
+        self.var("KMODULES").map(|dir| Path::new(dir).join(rel))
     }
 
-    /// Where a run keeps its logs: `runs/<name>/` in the repository (ignored by git), and
-    /// `runs/kasan/<name>/` on the KASAN kernel.
+    /// Where a run keeps its logs: `runs/<name>/` in the repository (ignored by git) on the lab
+    /// kernel, `runs/<kernel>/<name>/` on the others.
     pub fn run_dir(&self, name: &str) -> PathBuf {
         match self.kernel {
             Kernel::Lab => self.root.join("runs").join(name),
-            Kernel::Kasan => self.root.join("runs/kasan").join(name),
+            other => self.root.join("runs").join(other.name()).join(name),
         }
     }
 
@@ -152,7 +174,7 @@ impl Env {
     pub fn slowdown(&self) -> u32 {
         match self.kernel {
             Kernel::Kasan => KASAN_SLOWDOWN,
-            Kernel::Lab => 1,
+            _ => 1,
         }
     }
 }

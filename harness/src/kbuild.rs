@@ -1,4 +1,6 @@
-//! Builds out-of-tree modules with Kbuild against the project's kernel.
+//! Builds out-of-tree modules with Kbuild: against a lab kernel with the project's toolchain, and
+//! for Debian's kernels as their users build them, in the release's chroot with its own toolchain:
+//! with the drivers' Makefiles (`make KDIR=/lib/modules/<release>/build`) or with DKMS.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -65,41 +67,124 @@ fn kbuild(
     vars: &[(&str, &str)],
     target: &str,
 ) -> Result<()> {
-    let mut cmd = Command::new("make");
-    cmd.arg("-C")
-        .arg(&env.kdir)
-        .arg(format!("M={}", dir.display()));
+    let mut cmd = if env.kernel.is_debian() {
+        // The user's command: the driver's own Makefile, pointed at the installed headers.
+        let mut cmd = in_chroot(env, "make");
+        cmd.arg("-C")
+            .arg(dir)
+            .arg(format!("KDIR=/lib/modules/{}/build", env.var("KRELEASE")?));
+        cmd
+    } else {
+        let mut cmd = Command::new("make");
+        cmd.arg("-C")
+            .arg(&env.kdir)
+            .arg(format!("M={}", dir.display()));
+        for key in ["RUSTC", "HOSTRUSTC", "RUSTDOC", "BINDGEN"] {
+            cmd.arg(format!("{key}={}", env.var(key)?));
+        }
+        if let Ok(llvm) = env.var("LLVM") {
+            cmd.arg(format!("LLVM={llvm}"));
+        }
+        cmd.env("LIBCLANG_PATH", env.var("LIBCLANG_PATH")?);
+        cmd
+    };
     if let Some(output) = output {
         cmd.arg(format!("MO={}", output.display()));
     }
+    // Where the Makefile and Kbuild find the project's build files: generated drivers sit in
+    // target/generated/, not two levels below the top as in drivers/.
+    cmd.arg(format!("PROJECT={}", env.root.display()));
     cmd.arg(format!(
         "-j{}",
         std::thread::available_parallelism().map_or(2, |n| n.get())
     ));
-    for key in ["RUSTC", "HOSTRUSTC", "RUSTDOC", "BINDGEN"] {
-        cmd.arg(format!("{key}={}", env.var(key)?));
-    }
-    if let Ok(llvm) = env.var("LLVM") {
-        cmd.arg(format!("LLVM={llvm}"));
-    }
     for (key, value) in vars {
         cmd.arg(format!("{key}={value}"));
     }
-    cmd.env("LIBCLANG_PATH", env.var("LIBCLANG_PATH")?)
-        .arg(target);
-    let out = cmd
-        .output()
-        .map_err(|e| err!("cannot run make for {}: {e}", dir.display()))?;
+    cmd.arg(target);
+    run(cmd, &format!("make {target} of {}", dir.display()), env).map(drop)
+}
+
+/// `program` (a path, or a name in the chroot's PATH) to run in the chroot of Debian kernel
+/// `env.kernel`.
+fn in_chroot(env: &Env, program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut cmd = Command::new(env.root.join("scripts/debian-chroot.sh"));
+    cmd.arg(env.kernel.name()).arg(program);
+    cmd
+}
+
+/// Runs `cmd`, described as `what`, and returns its standard output.
+fn run(mut cmd: Command, what: &str, env: &Env) -> Result<String> {
+    let out = cmd.output().map_err(|e| err!("cannot run {what}: {e}"))?;
     if !out.status.success() {
         return Err(err!(
-            "make {target} of {} for the {} kernel failed:\n{}{}",
-            dir.display(),
+            "{what} for the {} kernel failed:\n{}{}",
             env.kernel.name(),
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         ));
     }
-    Ok(())
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Builds and installs the driver in `dir` with DKMS for Debian kernel `env.kernel`, in its
+/// chroot, as a user would (`scripts/dkms.sh add`, then `dkms install`), and returns the module
+/// DKMS installed, uncompressed, in `target/kbuild/<kernel>-dkms/<name>/`. An earlier version of
+/// the same driver is removed from DKMS first.
+pub fn dkms_install(env: &Env, dir: &Path) -> Result<PathBuf> {
+    if !env.kernel.is_debian() {
+        return Err(err!(
+            "DKMS builds are for Debian's kernels, not the {} kernel",
+            env.kernel.name()
+        ));
+    }
+    let dir = env.root.join(dir);
+    let name = dir
+        .file_name()
+        .ok_or_else(|| err!("{}: no driver name", dir.display()))?
+        .to_string_lossy()
+        .into_owned();
+    let release = env.var("KRELEASE")?;
+    let lock = dir_lock(&dir);
+    let _guard = lock.lock().unwrap_or_else(|e| e.into_inner());
+
+    let mut add = in_chroot(env, env.root.join("scripts/dkms.sh"));
+    add.arg("add").arg(&dir);
+    let added = run(add, &format!("scripts/dkms.sh add {}", dir.display()), env)?;
+    let package = added
+        .lines()
+        .last()
+        .ok_or_else(|| err!("scripts/dkms.sh add {} named no package", dir.display()))?;
+    let mut install = in_chroot(env, "dkms");
+    install.args(["install", "--force", package, "-k", release]);
+    run(install, &format!("dkms install {package}"), env)?;
+
+    let chroot = PathBuf::from(env.var("CHROOT")?);
+    let installed = chroot.join(format!("usr/lib/modules/{release}/updates/dkms"));
+    let installed_ko = ["ko.xz", "ko.zst", "ko.gz", "ko"]
+        .iter()
+        .map(|ext| installed.join(format!("{name}.{ext}")))
+        .find(|p| p.exists())
+        .ok_or_else(|| err!("dkms install put no {name}.ko* in {}", installed.display()))?;
+    let out_dir = env
+        .root
+        .join("target/kbuild")
+        .join(format!("{}-dkms", env.kernel.name()));
+    std::fs::create_dir_all(&out_dir)?;
+    let ko = out_dir.join(format!("{name}.ko"));
+    let mut unpack = Command::new("sh");
+    unpack
+        .arg("-c")
+        .arg(r#"case $1 in *.xz) xz -dc "$1" ;; *.zst) zstd -dc "$1" ;; *.gz) gzip -dc "$1" ;; *) cat "$1" ;; esac >"$2""#)
+        .arg("sh")
+        .arg(&installed_ko)
+        .arg(&ko);
+    run(
+        unpack,
+        &format!("unpacking {}", installed_ko.display()),
+        env,
+    )?;
+    Ok(ko)
 }
 
 fn dir_lock(dir: &Path) -> Arc<Mutex<()>> {

@@ -11,6 +11,8 @@ pub fn vm(name: &str) -> Vm {
         .machine(Machine::Q35)
         .memory_mib(1024)
         .module("drivers/nvme_rs")
+        .kernel_module_if_built("drivers/nvme/common/nvme-keyring.ko")
+        .kernel_module_if_built("drivers/nvme/common/nvme-auth.ko")
         .kernel_module("drivers/nvme/host/nvme-core.ko")
         .kernel_module("drivers/nvme/host/nvme.ko")
         .tool("blkio")
@@ -19,7 +21,8 @@ pub fn vm(name: &str) -> Vm {
 /// Binds NVMe controllers, in PCI address order, alternately to nvme_rs and to the C nvme driver
 /// (through `driver_override`, before either driver loads), so that each pair of identical
 /// controllers gets one of each. Exports `RS_PCI`/`C_PCI`, the first of each, and defines
-/// `disk_of ADDRESS`, the first disk of the controller at that address under either driver.
+/// `disk_of ADDRESS`, the first disk of the controller at that address under either driver, and
+/// `load_c_nvme`, which loads the C driver with what it needs.
 pub const BIND_ALTERNATELY: &str = r#"
 i=0
 for d in /sys/bus/pci/devices/*; do
@@ -32,8 +35,18 @@ for d in /sys/bus/pci/devices/*; do
 done
 disk_of() {
     for b in /sys/bus/pci/devices/$1/block/*n1 /sys/bus/pci/devices/$1/nvme/*/nvme*n1; do
-        [ -e "$b" ] && { echo "${b##*/}"; return 0; }
+        [ -e "$b" ] || continue
+        # With NVMe multipath (Debian's kernels), the C driver's disk is the namespace head:
+        # path nvme0c0n1 belongs to disk nvme0n1.
+        echo "${b##*/}" | sed 's/^\(nvme[0-9]*\)c[0-9]*n/\1n/'
+        return 0
     done
     return 1
+}
+load_c_nvme() {
+    for m in nvme-keyring nvme-auth; do
+        [ ! -e /modules/$m.ko ] || insmod /modules/$m.ko || return
+    done
+    insmod /modules/nvme-core.ko && insmod /modules/nvme.ko
 }
 "#;

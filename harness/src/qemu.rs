@@ -76,7 +76,9 @@ pub struct Vm {
     pub(crate) memory_mib: u32,
     pub(crate) cmdline: Vec<String>,
     pub(crate) modules: Vec<PathBuf>,
-    pub(crate) kernel_modules: Vec<String>,
+    /// Modules of the kernel itself: path relative to its modules, and whether the kernel must
+    /// have it.
+    pub(crate) kernel_modules: Vec<(String, bool)>,
     pub(crate) files: Vec<(String, PathBuf)>,
     pub(crate) tools: Vec<String>,
     pub(crate) host_programs: Vec<PathBuf>,
@@ -254,7 +256,14 @@ impl Vm {
     /// A module of the kernel build itself (path relative to the build), e.g.
     /// `drivers/net/ethernet/intel/e1000/e1000.ko`; it goes to `/modules/` in the guest.
     pub fn kernel_module(mut self, rel: &str) -> Vm {
-        self.kernel_modules.push(rel.to_string());
+        self.kernel_modules.push((rel.to_string(), true));
+        self
+    }
+
+    /// As [`Vm::kernel_module`], for a module only some kernels build as one: Debian's builds
+    /// `nvme-keyring` and `nvme-auth`, which its `nvme-core` needs; the lab kernels have neither.
+    pub fn kernel_module_if_built(mut self, rel: &str) -> Vm {
+        self.kernel_modules.push((rel.to_string(), false));
         self
     }
 

@@ -278,8 +278,13 @@ impl Scenario {
 
     /// Boots the KASAN kernel ([`Kernel::Kasan`]) instead of the lab kernel: for scenarios whose
     /// business is error paths and races. `RDD_KERNEL` overrides it.
-    pub fn on_kasan_kernel(mut self) -> Scenario {
-        self.kernel = Kernel::Kasan;
+    pub fn on_kasan_kernel(self) -> Scenario {
+        self.on_kernel(Kernel::Kasan)
+    }
+
+    /// Boots `kernel` instead of the lab kernel, and builds the VMs' modules for it.
+    pub fn on_kernel(mut self, kernel: Kernel) -> Scenario {
+        self.kernel = kernel;
         self
     }
 
@@ -341,7 +346,7 @@ impl Scenario {
             .is_some()
             .then(|| crate::guest_tools::qemu_plugin("counter"))
             .transpose()?;
-        let args = vm.qemu_args(&dir, &env.bzimage(), &initrd, plugin.as_deref())?;
+        let args = vm.qemu_args(&dir, &env.bzimage()?, &initrd, plugin.as_deref())?;
         std::fs::write(dir.join("qemu.cmdline"), shell_words(&args))?;
         let log = File::create(dir.join("qemu.log"))?;
         let inherited = vm.inherited_fds();
@@ -402,8 +407,11 @@ impl Scenario {
                 ramfs.host_file(&format!("modules/{name}"), 0o644, &ko)?;
             }
         }
-        for rel in &vm.kernel_modules {
-            let ko = env.kernel_module(rel);
+        for (rel, required) in &vm.kernel_modules {
+            let ko = env.kernel_module(rel)?;
+            if !required && !ko.exists() {
+                continue;
+            }
             let name = ko.file_name().unwrap().to_string_lossy().into_owned();
             ramfs.host_file(&format!("modules/{name}"), 0o644, &ko)?;
         }

@@ -13,7 +13,7 @@ const SCRIPT: &str = r#"
 diag "rs_pci=$RS_PCI c_pci=$C_PCI"
 check load insmod /modules/nvme_rs.ko
 check disks-per-namespace wait_for 20 test -b /dev/rsnvme0n1 -a -b /dev/rsnvme0n2
-check load-c-nvme sh -c 'insmod /modules/nvme-core.ko && insmod /modules/nvme.ko'
+check load-c-nvme load_c_nvme
 check c-disks wait_for 20 test -b /dev/nvme0n1 -a -b /dev/nvme0n2
 # The C driver numbers its disks in the order its asynchronous scan finds the namespaces: go by
 # NSID.

@@ -13,7 +13,8 @@ use harness::{
 const MIB: u64 = 1024 * 1024;
 
 const SCRIPT: &str = r#"
-check load sh -c 'insmod /modules/nvme_rs.ko && insmod /modules/nvme-core.ko && insmod /modules/nvme.ko'
+check load insmod /modules/nvme_rs.ko
+check load-c-nvme load_c_nvme
 disks_ready() { disk_of $RS_PCI >/dev/null && disk_of $C_PCI >/dev/null; }
 check disks wait_for 20 disks_ready
 rs=$(disk_of $RS_PCI) c=$(disk_of $C_PCI)

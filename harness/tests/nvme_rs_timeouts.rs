@@ -17,7 +17,7 @@ const MIB: u64 = 1024 * 1024;
 const SCRIPT: &str = r#"
 check load insmod /modules/nvme_rs.ko
 check disks-per-namespace wait_for 20 test -b /dev/rsnvme0n1 -a -b /dev/rsnvme0n2
-check load-c-nvme sh -c 'insmod /modules/nvme-core.ko && insmod /modules/nvme.ko'
+check load-c-nvme load_c_nvme
 check c-disk wait_for 20 test -b /dev/nvme0n1
 c1=nvme0n1
 check pattern-write blkio fill /dev/rsnvme0n1 101 32

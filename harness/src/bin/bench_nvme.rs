@@ -96,7 +96,8 @@ fn script(rounds: u32, seconds: u32, count: bool, control: bool) -> String {
 set -- $(for d in /sys/bus/pci/devices/*; do
     [ "$(cat "$d/class")" = 0x010802 ] && echo "${{d##*/}}"; done | sort)
 null_a=$1 null_b=$2 file_a=$3 file_b=$4
-check load-drivers sh -c 'insmod /modules/nvme_rs.ko && insmod /modules/nvme-core.ko && insmod /modules/nvme.ko'
+check load-nvme_rs insmod /modules/nvme_rs.ko
+check load-c-nvme load_c_nvme
 all_disks() {{ for a in $null_a $null_b $file_a $file_b; do disk_of "$a" >/dev/null || return 1; done; }}
 # Which controller of each identical pair nvme_rs drives alternates every other round (the
 # other goes to the C driver), so that neither driver always sits in the same PCI slot. In the

@@ -52,7 +52,7 @@ check tcp-16MiB-to-e1000_rs sh -c 'netpipe send 169.254.0.1 7002 </tmp/data'
 /// nvme_rs on one NVMe controller, the C nvme driver on its twin.
 const NVME_SCRIPT: &str = r#"
 check load-nvme_rs insmod /modules/nvme_rs.ko
-check load-c-nvme sh -c 'insmod /modules/nvme-core.ko && insmod /modules/nvme.ko'
+check load-c-nvme load_c_nvme
 check disks wait_for 20 sh -c 'test -b /dev/rsnvme0n1 && test -b /dev/nvme0n1'
 diag "rsnvme0n1: $(($(cat /sys/block/rsnvme0n1/size) / 2048)) MiB, $(ls /sys/block/rsnvme0n1/mq | wc -l) hardware queues"
 check write-64MiB-pattern blkio fill /dev/rsnvme0n1 0xd1 64
