@@ -1,15 +1,16 @@
 //! `CHANGES.md`: one entry per `update`, in words. The person who changed the template says what
 //! changed and what a driver has to do (`--message`); the tool adds what it can compute: the
 //! wrapper's item-level API difference, the copies it updated, merged or recorded, and the C API
-//! changes of the fingerprint.
+//! changes of each kernel's fingerprint.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::manifest::{sha256_hex, Manifest};
+use crate::manifest::{sha256_hex, KernelRecord, Manifest};
+use crate::tree::Series;
 use crate::wrapper_api::{self, ApiDiff};
-use crate::{exit, fail, ApiChange, Result};
+use crate::{api_changes, exit, fail, ApiChange, Result};
 
 /// The changelog, relative to the root.
 pub const FILE: &str = "CHANGES.md";
@@ -141,6 +142,170 @@ impl std::fmt::Display for WrittenCopy {
     }
 }
 
+/// What one `update` did to the fingerprint of one kernel series.
+#[derive(Debug, Clone)]
+pub struct KernelChange {
+    /// The series.
+    pub series: Series,
+    /// The kernel the record was taken from before; `None` for a series recorded for the first
+    /// time.
+    pub was: Option<String>,
+    /// The kernel the record is taken from now.
+    pub now: String,
+    /// For a series recorded for the first time: the recorded series nearest to it, and its
+    /// kernel, which `c_api` compares it with, so that the entry says what the new kernel changes.
+    pub compared_with: Option<(Series, String)>,
+    /// C API changes from the record before (or from `compared_with`), each with whether the
+    /// wrapper uses the symbol.
+    pub c_api: Vec<(ApiChange, bool)>,
+    /// Unchanged C symbols the wrapper now relies on, per `dma_local.api`.
+    pub now_used: Vec<String>,
+    /// Unchanged C symbols the wrapper no longer relies on.
+    pub no_longer_used: Vec<String>,
+}
+
+impl KernelChange {
+    /// How the record of `series` went from `was` to `now`; `others` are the records before the
+    /// update, for comparing a new series with its nearest.
+    fn new(
+        series: Series,
+        was: Option<&KernelRecord>,
+        now: &KernelRecord,
+        others: &BTreeMap<Series, KernelRecord>,
+    ) -> KernelChange {
+        let mut change = KernelChange {
+            series,
+            was: was.map(|r| r.kernel.clone()),
+            now: now.kernel.clone(),
+            compared_with: None,
+            c_api: Vec::new(),
+            now_used: Vec::new(),
+            no_longer_used: Vec::new(),
+        };
+        let base = match was {
+            Some(was) => {
+                for (key, symbol) in &now.symbols {
+                    match was.symbols.get(key) {
+                        Some(w) if w.value == symbol.value && w.used != symbol.used => {
+                            if symbol.used {
+                                change.now_used.push(key.clone());
+                            } else {
+                                change.no_longer_used.push(key.clone());
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                was
+            }
+            None => {
+                // The newest older series, else the oldest newer one.
+                let nearest = others
+                    .range(..series)
+                    .next_back()
+                    .or_else(|| others.range(series..).next());
+                let Some((other, record)) = nearest else {
+                    return change;
+                };
+                change.compared_with = Some((*other, record.kernel.clone()));
+                record
+            }
+        };
+        change.c_api = api_changes(&base.symbols, &now.symbols)
+            .into_iter()
+            .map(|c| {
+                let used = now
+                    .symbols
+                    .get(&c.key)
+                    .or_else(|| base.symbols.get(&c.key))
+                    .is_some_and(|s| s.used);
+                (c, used)
+            })
+            .collect();
+        change
+    }
+
+    /// Whether the record stayed as it was.
+    pub fn is_empty(&self) -> bool {
+        self.was.as_ref() == Some(&self.now)
+            && self.c_api.is_empty()
+            && self.now_used.is_empty()
+            && self.no_longer_used.is_empty()
+    }
+
+    /// The entry's line about the record itself, if it is new or taken on another kernel.
+    fn record_line(&self) -> Option<String> {
+        let series = self.series;
+        let now = &self.now;
+        match (&self.was, &self.compared_with) {
+            (None, Some((_, other))) if self.c_api.is_empty() => Some(format!(
+                "C API of {series} now recorded too, taken on {now}: the same as {other} in every \
+                 fingerprinted symbol."
+            )),
+            (None, Some((_, other))) => Some(format!(
+                "C API of {series} now recorded too, taken on {now}; it differs from {other} as \
+                 follows."
+            )),
+            (None, None) => Some(format!("C API of {series} recorded, taken on {now}.")),
+            (Some(was), _) if was != now => Some(format!(
+                "C API of {series}: fingerprint taken on {now}, was {was}."
+            )),
+            (Some(_), _) => None,
+        }
+    }
+
+    /// The entry's lines about the C API as (kernel, text), so that lines the same for several
+    /// kernels can be written once.
+    fn api_lines(&self) -> Vec<(String, String)> {
+        let label = self.series.to_string();
+        let mut lines: Vec<(String, String)> = self
+            .c_api
+            .iter()
+            .map(|(change, used)| {
+                let text = match &self.compared_with {
+                    Some((other, _)) => describe_difference(change, *used, self.series, *other),
+                    None => describe_c_api_change(change, *used),
+                };
+                (label.clone(), text)
+            })
+            .collect();
+        if !self.now_used.is_empty() {
+            lines.push((
+                label.clone(),
+                format!(
+                    "the wrapper now relies on {}, unchanged.",
+                    code_list(&self.now_used)
+                ),
+            ));
+        }
+        if !self.no_longer_used.is_empty() {
+            lines.push((
+                label,
+                format!(
+                    "the wrapper no longer relies on {}.",
+                    code_list(&self.no_longer_used)
+                ),
+            ));
+        }
+        lines
+    }
+}
+
+/// `C API (KERNEL): TEXT` lines, a text shared by several kernels written once with all of them.
+fn merge_kernels(lines: Vec<(String, String)>) -> Vec<String> {
+    let mut merged: Vec<(Vec<String>, String)> = Vec::new();
+    for (kernel, text) in lines {
+        match merged.iter_mut().find(|(_, t)| *t == text) {
+            Some((kernels, _)) => kernels.push(kernel),
+            None => merged.push((vec![kernel], text)),
+        }
+    }
+    merged
+        .into_iter()
+        .map(|(kernels, text)| format!("C API ({}): {text}", kernels.join(", ")))
+        .collect()
+}
+
 /// What one `update` did, as its changelog entry tells it.
 #[derive(Debug, Clone, Default)]
 pub struct UpdateReport {
@@ -158,26 +323,19 @@ pub struct UpdateReport {
     pub edits_recorded: Vec<String>,
     /// Driver directories whose copies stay on an older template (not selected).
     pub still_behind: BTreeSet<String>,
-    /// The kernel of the C API fingerprint, before and after, if it changed.
-    pub kernel_change: Option<(String, String)>,
-    /// C API changes, each with whether the wrapper uses the symbol.
-    pub c_api: Vec<(ApiChange, bool)>,
-    /// Unchanged C symbols the wrapper now relies on, per `dma_local.api`.
-    pub c_api_now_used: Vec<String>,
-    /// Unchanged C symbols the wrapper no longer relies on.
-    pub c_api_no_longer_used: Vec<String>,
+    /// The kernel records that changed or were added, by series.
+    pub kernels: Vec<KernelChange>,
 }
 
 impl UpdateReport {
-    /// What an update did, from the manifests before and after, the template it synced to, the
-    /// files it wrote and the C API changes.
+    /// What an update did, from the manifests before and after, the template it synced to and the
+    /// files it wrote.
     pub fn new(
         old: &Manifest,
         new: &Manifest,
         template: &BTreeMap<String, Vec<u8>>,
         written: &[WrittenCopy],
         wrapper_api: Option<WrapperApi>,
-        c_api: Vec<ApiChange>,
     ) -> UpdateReport {
         let mut report = UpdateReport {
             wrapper_api,
@@ -224,31 +382,13 @@ impl UpdateReport {
                 report.still_behind.insert(dir.clone());
             }
         }
-        if old.kernel != new.kernel {
-            report.kernel_change = Some((old.kernel.clone(), new.kernel.clone()));
-        }
-        for (key, symbol) in &new.symbols {
-            match old.symbols.get(key) {
-                Some(was) if was.value == symbol.value && was.used != symbol.used => {
-                    if symbol.used {
-                        report.c_api_now_used.push(key.clone());
-                    } else {
-                        report.c_api_no_longer_used.push(key.clone());
-                    }
-                }
-                _ => {}
-            }
-        }
-        report.c_api = c_api
-            .into_iter()
-            .map(|change| {
-                let used = new
-                    .symbols
-                    .get(&change.key)
-                    .or_else(|| old.symbols.get(&change.key))
-                    .is_some_and(|s| s.used);
-                (change, used)
+        report.kernels = new
+            .kernels
+            .iter()
+            .map(|(series, now)| {
+                KernelChange::new(*series, old.kernels.get(series), now, &old.kernels)
             })
+            .filter(|change| !change.is_empty())
             .collect();
         report
     }
@@ -260,10 +400,7 @@ impl UpdateReport {
             && self.updated.is_empty()
             && self.recorded.is_empty()
             && self.edits_recorded.is_empty()
-            && self.kernel_change.is_none()
-            && self.c_api.is_empty()
-            && self.c_api_now_used.is_empty()
-            && self.c_api_no_longer_used.is_empty()
+            && self.kernels.is_empty()
     }
 
     /// A heading for an entry without a message: what the update did, in a sentence or two.
@@ -293,12 +430,26 @@ impl UpdateReport {
                 and_list(&self.edits_recorded.iter().collect::<Vec<_>>())
             ));
         }
-        if self.kernel_change.is_some()
-            || !self.c_api.is_empty()
-            || !self.c_api_now_used.is_empty()
-            || !self.c_api_no_longer_used.is_empty()
-        {
-            sentences.push("Refreshed the C API fingerprint.".to_string());
+        let (added, refreshed): (Vec<&KernelChange>, Vec<&KernelChange>) =
+            self.kernels.iter().partition(|k| k.was.is_none());
+        if !added.is_empty() {
+            let series: Vec<String> = added.iter().map(|k| k.series.to_string()).collect();
+            let also = if added.iter().any(|k| k.compared_with.is_some()) {
+                " also"
+            } else {
+                ""
+            };
+            sentences.push(format!(
+                "The manifest now{also} records the C API of Linux {}.",
+                and_list(&series)
+            ));
+        }
+        if !refreshed.is_empty() {
+            let series: Vec<String> = refreshed.iter().map(|k| k.series.to_string()).collect();
+            sentences.push(format!(
+                "Refreshed the C API fingerprint of {}.",
+                and_list(&series)
+            ));
         }
         sentences.join(" ")
     }
@@ -349,24 +500,13 @@ impl UpdateReport {
                 "Not updated, still on an older template: {dir} (`scripts/sync-dma.sh update {dir}` updates it)."
             ));
         }
-        if let Some((old, new)) = &self.kernel_change {
-            lines.push(format!("C API fingerprint taken on {new}, was {old}."));
-        }
-        for (change, used) in &self.c_api {
-            lines.push(describe_c_api_change(change, *used));
-        }
-        if !self.c_api_now_used.is_empty() {
-            lines.push(format!(
-                "C API: the wrapper now relies on {}, unchanged.",
-                code_list(&self.c_api_now_used)
-            ));
-        }
-        if !self.c_api_no_longer_used.is_empty() {
-            lines.push(format!(
-                "C API: the wrapper no longer relies on {}.",
-                code_list(&self.c_api_no_longer_used)
-            ));
-        }
+        lines.extend(self.kernels.iter().filter_map(KernelChange::record_line));
+        lines.extend(merge_kernels(
+            self.kernels
+                .iter()
+                .flat_map(KernelChange::api_lines)
+                .collect(),
+        ));
         lines
     }
 
@@ -388,7 +528,8 @@ impl UpdateReport {
     }
 }
 
-/// One C API change in words: what changed, and whether the wrapper relies on it.
+/// One C API change in words, after `C API (KERNEL): `: what changed, and whether the wrapper
+/// relies on it.
 fn describe_c_api_change(change: &ApiChange, used: bool) -> String {
     let value = |v: &Option<String>| v.as_deref().unwrap_or("").to_string();
     let what = match change.change {
@@ -411,7 +552,37 @@ fn describe_c_api_change(change: &ApiChange, used: bool) -> String {
         (_, true) => "breaking: the wrapper relies on it",
         (_, false) => "the wrapper does not use it",
     };
-    format!("C API: {what}; {consequence}.")
+    format!("{what}; {consequence}.")
+}
+
+/// How a newly recorded series differs from the recorded series `base` in one symbol, after
+/// `C API (SERIES): `. Neither is a change in time, so it says which kernel has what.
+fn describe_difference(change: &ApiChange, used: bool, series: Series, base: Series) -> String {
+    let value = |v: &Option<String>| v.as_deref().unwrap_or("").to_string();
+    let what = match change.change {
+        "changed" => format!(
+            "`{}` is `{}` in {series}, `{}` in {base}",
+            change.key,
+            value(&change.new),
+            value(&change.old)
+        ),
+        "removed" => format!(
+            "`{}` is in {base} (`{}`), not in {series}",
+            change.key,
+            value(&change.old)
+        ),
+        _ => format!(
+            "`{}` is in {series} (`{}`), not in {base}",
+            change.key,
+            value(&change.new)
+        ),
+    };
+    let consequence = if used {
+        "the wrapper relies on it"
+    } else {
+        "the wrapper does not use it"
+    };
+    format!("{what}; {consequence}.")
 }
 
 /// Names as code spans, the members of a listed type after it, the unsafe ones said so:
@@ -453,16 +624,17 @@ fn code_list(names: &[String]) -> String {
 }
 
 /// "a", "a and b", "a, b and c".
-fn and_list(items: &[&String]) -> String {
+pub fn and_list<T: AsRef<str>>(items: &[T]) -> String {
     match items {
         [] => String::new(),
-        [one] => one.to_string(),
+        [one] => one.as_ref().to_string(),
         [init @ .., last] => format!(
-            "{} and {last}",
+            "{} and {}",
             init.iter()
-                .map(|s| s.as_str())
+                .map(AsRef::as_ref)
                 .collect::<Vec<_>>()
-                .join(", ")
+                .join(", "),
+            last.as_ref()
         ),
     }
 }
@@ -616,14 +788,17 @@ For rings.
             value: "void f(void)".into(),
             used,
         };
-        let mut old = Manifest {
-            kernel: "7.3.4".into(),
-            ..Default::default()
-        };
+        let series = Series::of("7.3").unwrap();
+        let mut old = Manifest::default();
         old.template.insert(wrapper.clone(), blob.clone());
         old.copies
             .insert(("drivers/a".into(), wrapper.clone()), record(b"t"));
-        old.symbols.insert("function f".into(), symbol(false));
+        let mut kernel = KernelRecord {
+            kernel: "7.3.4 (test)".into(),
+            ..Default::default()
+        };
+        kernel.symbols.insert("function f".into(), symbol(false));
+        old.kernels.insert(series, kernel);
         let mut new = old.clone();
         for (dir, content) in [
             ("drivers/a", &b"t, edited"[..]),
@@ -633,22 +808,123 @@ For rings.
             new.copies
                 .insert((dir.into(), wrapper.clone()), record(content));
         }
-        new.symbols.insert("function f".into(), symbol(true));
-        let report = UpdateReport::new(&old, &new, &template, &[], None, vec![]);
+        new.kernels
+            .get_mut(&series)
+            .unwrap()
+            .symbols
+            .insert("function f".into(), symbol(true));
+        let report = UpdateReport::new(&old, &new, &template, &[], None);
         assert_eq!(
             report.lines(),
             [
                 "Copy recorded: drivers/b (identical to the template).",
                 "Copy recorded: drivers/c; it differs from the template in src/dma_local.rs, kept as local edits.",
                 "Local edits recorded as the copies' synced state: drivers/a/src/dma_local.rs.",
-                "C API: the wrapper now relies on `function f`, unchanged.",
+                "C API (7.3): the wrapper now relies on `function f`, unchanged.",
             ]
         );
         assert_eq!(
             report.summary(),
             "Recorded the copies in drivers/b and drivers/c. Recorded the local edits in \
-             drivers/a/src/dma_local.rs. Refreshed the C API fingerprint."
+             drivers/a/src/dma_local.rs. Refreshed the C API fingerprint of 7.3."
         );
-        assert!(UpdateReport::new(&old, &old, &template, &[], None, vec![]).is_empty());
+        assert!(UpdateReport::new(&old, &old, &template, &[], None).is_empty());
+    }
+
+    /// A record of `kernel` with the `(key, value, used)` symbols.
+    fn kernel_record(kernel: &str, symbols: &[(&str, &str, bool)]) -> KernelRecord {
+        KernelRecord {
+            kernel: kernel.into(),
+            symbols: symbols
+                .iter()
+                .map(|(key, value, used)| {
+                    let symbol = crate::fingerprint::Symbol {
+                        value: value.to_string(),
+                        used: *used,
+                    };
+                    (key.to_string(), symbol)
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_new_series_is_compared_with_the_nearest_recorded_one() {
+        let series = |s| Series::of(s).unwrap();
+        let template = BTreeMap::new();
+        let mut old = Manifest::default();
+        let common = ("constant DMA_ATTR_X", "0x2", true);
+        old.kernels
+            .insert(series("7.3"), kernel_record("7.3.4 (src-7.3)", &[common]));
+        old.kernels
+            .insert(series("6.12"), kernel_record("6.12.118 (src-6.12)", &[]));
+
+        // 7.2, between 6.12 and 7.3: compared with 6.12, the newest older series.
+        let mut new = old.clone();
+        new.kernels
+            .insert(series("7.2"), kernel_record("7.2.13 (src-7.2)", &[common]));
+        let report = UpdateReport::new(&old, &new, &template, &[], None);
+        assert_eq!(
+            report.lines(),
+            [
+                "C API of 7.2 now recorded too, taken on 7.2.13 (src-7.2); it differs from 6.12.118 (src-6.12) as follows.",
+                "C API (7.2): `constant DMA_ATTR_X` is in 7.2 (`0x2`), not in 6.12; the wrapper relies on it.",
+            ]
+        );
+        assert_eq!(
+            report.summary(),
+            "The manifest now also records the C API of Linux 7.2."
+        );
+
+        // 7.2 against 7.3 alone: older than every record, so compared with the oldest newer one.
+        old.kernels.remove(&series("6.12"));
+        new.kernels.remove(&series("6.12"));
+        let report = UpdateReport::new(&old, &new, &template, &[], None);
+        assert_eq!(
+            report.lines(),
+            ["C API of 7.2 now recorded too, taken on 7.2.13 (src-7.2): the same as 7.3.4 (src-7.3) in every fingerprinted symbol."]
+        );
+        assert!(!report.is_empty());
+
+        // The first record of all.
+        let report = UpdateReport::new(&Manifest::default(), &new, &template, &[], None);
+        assert_eq!(
+            report.summary(),
+            "The manifest now records the C API of Linux 7.2 and 7.3."
+        );
+    }
+
+    #[test]
+    fn the_same_change_on_several_kernels_is_written_once_naming_them() {
+        let series = |s| Series::of(s).unwrap();
+        let template = BTreeMap::new();
+        let mut old = Manifest::default();
+        let f = ("function f", "void f(void)", false);
+        let g = ("function g", "void g(int)", true);
+        old.kernels
+            .insert(series("7.2"), kernel_record("7.2.13 (a)", &[f, g]));
+        old.kernels
+            .insert(series("7.3"), kernel_record("7.3.4 (a)", &[f, g]));
+        let mut new = Manifest::default();
+        let f_used = ("function f", "void f(void)", true);
+        new.kernels
+            .insert(series("7.2"), kernel_record("7.2.13 (a)", &[f_used, g]));
+        new.kernels.insert(
+            series("7.3"),
+            kernel_record("7.3.5 (b)", &[f_used, ("function g", "void g(long)", true)]),
+        );
+        let report = UpdateReport::new(&old, &new, &template, &[], None);
+        assert_eq!(
+            report.lines(),
+            [
+                "C API of 7.3: fingerprint taken on 7.3.5 (b), was 7.3.4 (a).",
+                "C API (7.2, 7.3): the wrapper now relies on `function f`, unchanged.",
+                "C API (7.3): `function g` changed from `void g(int)` to `void g(long)`; breaking: the wrapper relies on it.",
+            ]
+        );
+        assert_eq!(
+            report.summary(),
+            "Refreshed the C API fingerprint of 7.2 and 7.3."
+        );
     }
 }

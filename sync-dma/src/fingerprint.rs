@@ -1,10 +1,11 @@
 //! The fingerprint of the kernel's C DMA API (and of the kernel crate's layouts) that `dma_local`
 //! relies on, taken from a kernel source tree and the list in `template/dma_local.api`.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 
 use crate::cheader::{self, Header};
+use crate::tree::KernelTree;
 use crate::{fail, Result};
 
 /// One line of `dma_local.api`.
@@ -77,24 +78,22 @@ pub struct Symbol {
 /// Fingerprint: `"kind name"` → symbol.
 pub type Fingerprint = BTreeMap<String, Symbol>;
 
-/// The kernel source tree behind `kdir`: a source tree, or a build directory whose `source` link
-/// points to one.
-pub fn kernel_source(kdir: &Path) -> Result<PathBuf> {
-    for candidate in [kdir.to_path_buf(), kdir.join("source")] {
-        if candidate.join("include/linux/dma-mapping.h").is_file() {
-            return Ok(candidate);
-        }
+/// What `take` cannot fingerprint on `tree`: the Rust layouts, when it has no kernel crate
+/// (installed headers). Their absence from its fingerprint says nothing about the kernel.
+pub fn unchecked_keys(tree: &KernelTree, api: &[ApiItem]) -> BTreeSet<String> {
+    if tree.rust.is_some() {
+        return BTreeSet::new();
     }
-    Err(fail!(
-        2,
-        "KDIR={} is not a kernel tree: it has no include/linux/dma-mapping.h",
-        kdir.display()
-    ))
+    api.iter()
+        .filter(|item| item.kind == "layout")
+        .map(|item| format!("{} {}", item.kind, item.name))
+        .collect()
 }
 
-/// Takes the fingerprint of the tree at `kdir`.
-pub fn take(kdir: &Path, api: &[ApiItem]) -> Result<Fingerprint> {
-    let src = kernel_source(kdir)?;
+/// Takes the fingerprint of `tree`: the C API from its headers, the layouts from its kernel crate
+/// (none without one, see [`unchecked_keys`]).
+pub fn take(tree: &KernelTree, api: &[ApiItem]) -> Result<Fingerprint> {
+    let src = &tree.headers;
     let mut headers: BTreeMap<String, Header> = BTreeMap::new();
     let mut load = |file: &str| -> Result<()> {
         if !headers.contains_key(file) {
@@ -139,7 +138,10 @@ pub fn take(kdir: &Path, api: &[ApiItem]) -> Result<Fingerprint> {
         let key = format!("{} {}", item.kind, item.name);
         let value =
             match item.kind.as_str() {
-                "layout" => layout(&src, item)?,
+                "layout" => match &tree.rust {
+                    Some(rust) => layout(rust, item)?,
+                    None => continue,
+                },
                 kind => {
                     let header = &headers[&item.file];
                     match kind {

@@ -6,6 +6,7 @@ mod changelog;
 mod cheader;
 mod fingerprint;
 mod manifest;
+mod tree;
 mod wrapper_api;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -14,8 +15,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use changelog::{Message, UpdateReport, WrapperApi, WrittenCopy};
-use fingerprint::Fingerprint;
-use manifest::{git_blob_id, sha256_hex, CopyRecord, Manifest};
+use fingerprint::{ApiItem, Fingerprint};
+use manifest::{git_blob_id, sha256_hex, CopyRecord, KernelRecord, Manifest};
+use tree::{KernelTree, Series};
 
 /// The wrapper itself, whose items drivers use.
 const WRAPPER: &str = "src/dma_local.rs";
@@ -38,6 +40,9 @@ mod exit {
     pub const API_BREAKING: i32 = 16;
     /// The C API gained a symbol, or changed one the wrapper does not use.
     pub const API_ADDITIVE: i32 = 32;
+    /// Part of the check could not be made: the Rust layouts of installed headers given without
+    /// the kernel's source, or the C API of a series the manifest has no record of.
+    pub const UNCHECKED: i32 = 64;
 }
 
 /// An error with the exit code it ends the program with.
@@ -59,17 +64,24 @@ macro_rules! fail {
 }
 
 const USAGE: &str = "\
-usage: sync-dma [--root DIR] --kdir KDIR COMMAND
+usage: sync-dma [--root DIR] --kdir KDIR [--kdir KDIR..] [--rust-src DIR] COMMAND
+  --kdir KDIR               a kernel tree: source, build directory, or installed headers (Debian's
+                            /lib/modules/RELEASE/build); one per series. The manifest keeps one C
+                            API fingerprint per series, and each tree is compared with its own
+  --rust-src DIR            the source tree of KDIR's kernel, for the Rust layouts that installed
+                            headers lack (one KDIR only)
   --check [--json]          read-only: report drift of copies and of the C API; exit 0 when clean
-  init [--force]            write the manifest from the current copies and KDIR
+  init [--force]            write the manifest from the current copies and the KDIRs
   update [--force] [--message TEXT | --message-file FILE] [DIR..]
-                            merge the template into every copy (or DIRs), refresh the manifest, and
-                            add an entry to CHANGES.md. A template change needs the message: its
-                            first line heads the entry, the rest (after a blank line) says what
-                            changed and what a driver has to do. --message-file - reads stdin
+                            merge the template into every copy (or DIRs), refresh the manifest's
+                            records of the KDIRs' series (others are kept), and add an entry to
+                            CHANGES.md. A template change needs the message: its first line heads
+                            the entry, the rest (after a blank line) says what changed and what a
+                            driver has to do. --message-file - reads stdin
   bench [N]                 time --check over N generated drivers (default 100)
 exit codes: 0 clean, 2 bad input, 3 merge conflict; drift bits: 4 local edit, 8 template ahead,
-            16 breaking C API change, 32 additive C API change";
+            16 breaking C API change, 32 additive C API change, 64 unchecked (Rust layouts of
+            headers without --rust-src, or a series the manifest has no record of)";
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -84,7 +96,10 @@ fn main() {
 
 struct Options {
     root: PathBuf,
-    kdir: PathBuf,
+    /// The kernel trees, at most one per series.
+    kdirs: Vec<PathBuf>,
+    /// The source tree of the one KDIR's kernel, for the Rust layouts.
+    rust_src: Option<PathBuf>,
     force: bool,
     json: bool,
     /// `update`'s account of the change, for CHANGES.md.
@@ -123,7 +138,8 @@ impl MessageSource {
 
 fn run(args: &[String]) -> Result<i32> {
     let mut root = None;
-    let mut kdir = std::env::var_os("KDIR").map(PathBuf::from);
+    let mut kdirs = Vec::new();
+    let mut rust_src = None;
     let mut command = None;
     let mut opts_force = false;
     let mut json = false;
@@ -133,7 +149,17 @@ fn run(args: &[String]) -> Result<i32> {
     while let Some(a) = it.next() {
         match a.as_str() {
             "--root" => root = it.next().map(PathBuf::from),
-            "--kdir" => kdir = it.next().map(PathBuf::from),
+            "--kdir" | "--rust-src" => {
+                let value = it
+                    .next()
+                    .map(PathBuf::from)
+                    .ok_or_else(|| fail!(exit::BAD_INPUT, "{a} needs a directory\n{USAGE}"))?;
+                if a == "--kdir" {
+                    kdirs.push(value);
+                } else {
+                    rust_src = Some(value);
+                }
+            }
             "--message" | "--message-file" => {
                 if message_source.is_some() {
                     return Err(fail!(
@@ -178,11 +204,19 @@ fn run(args: &[String]) -> Result<i32> {
         Some(r) => r,
         None => git_toplevel()?,
     };
-    let kdir =
-        kdir.ok_or_else(|| fail!(exit::BAD_INPUT, "no kernel tree: pass --kdir or set KDIR"))?;
+    if kdirs.is_empty() {
+        kdirs.extend(std::env::var_os("KDIR").map(PathBuf::from));
+    }
+    if kdirs.is_empty() {
+        return Err(fail!(
+            exit::BAD_INPUT,
+            "no kernel tree: pass --kdir or set KDIR"
+        ));
+    }
     let opts = Options {
         root,
-        kdir,
+        kdirs,
+        rust_src,
         force: opts_force,
         json,
         message,
@@ -231,25 +265,57 @@ fn copy_dirs(root: &Path, manifest: Option<&Manifest>) -> Result<BTreeSet<String
     Ok(dirs)
 }
 
-/// The kernel a tree holds, from its top Makefile.
-fn kernel_version(kdir: &Path) -> Result<String> {
-    let src = fingerprint::kernel_source(kdir)?;
-    let makefile = std::fs::read_to_string(src.join("Makefile")).unwrap_or_default();
-    let get = |key: &str| {
-        makefile.lines().find_map(|l| {
-            l.strip_prefix(key)
-                .map(|v| v.trim_start_matches([' ', '=']).trim().to_string())
-        })
-    };
-    let version = match (get("VERSION"), get("PATCHLEVEL"), get("SUBLEVEL")) {
-        (Some(v), Some(p), Some(s)) => format!("{v}.{p}.{s}"),
-        _ => "unknown".to_string(),
-    };
-    let name = src
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    Ok(format!("{version} ({name})"))
+/// The kernel trees of `opts`, located; at most one per series, since each is compared with (or
+/// recorded as) its series' fingerprint.
+fn locate_trees(opts: &Options) -> Result<Vec<KernelTree>> {
+    if opts.rust_src.is_some() && opts.kdirs.len() != 1 {
+        return Err(fail!(
+            exit::BAD_INPUT,
+            "--rust-src goes with one --kdir, the kernel whose source it is"
+        ));
+    }
+    let mut trees: Vec<KernelTree> = Vec::new();
+    for kdir in &opts.kdirs {
+        let tree = KernelTree::locate(kdir, opts.rust_src.as_deref())?;
+        if let Some(other) = trees.iter().find(|t| t.series == tree.series) {
+            return Err(fail!(
+                exit::BAD_INPUT,
+                "two trees of {}: {} and {}; the manifest keeps one fingerprint per series",
+                tree.series,
+                other.given.display(),
+                tree.given.display()
+            ));
+        }
+        trees.push(tree);
+    }
+    Ok(trees)
+}
+
+/// The fingerprint of `tree` to record. A record must be whole, so a tree without the kernel
+/// crate's sources (installed headers) cannot be recorded: its layouts would read as removed.
+fn kernel_record(tree: &KernelTree, api: &[ApiItem]) -> Result<KernelRecord> {
+    if tree.rust.is_none() {
+        return Err(fail!(
+            exit::BAD_INPUT,
+            "cannot record {}: {} has the C headers but not the kernel crate's sources, so the Rust \
+             layouts cannot be fingerprinted; {}",
+            tree.name(),
+            tree.headers.display(),
+            rust_src_hint(tree)
+        ));
+    }
+    Ok(KernelRecord {
+        kernel: tree.name(),
+        symbols: fingerprint::take(tree, api)?,
+    })
+}
+
+/// How to give the Rust sources that `tree` lacks.
+fn rust_src_hint(tree: &KernelTree) -> String {
+    format!(
+        "give the source tree of Linux {} with --rust-src DIR (scripts/sync-dma.sh: KSRC=DIR)",
+        tree.release
+    )
 }
 
 /// A C API difference between the manifest and a tree.
@@ -367,14 +433,142 @@ fn json_str(s: &str) -> String {
     out
 }
 
+/// How one kernel tree compares with the manifest's record of its series.
+struct KernelCheck {
+    tree: KernelTree,
+    /// The kernel the record of the tree's series was taken from; `None` when there is none, and
+    /// so nothing to compare with.
+    recorded: Option<String>,
+    /// The C API (and layout) differences from the record.
+    changes: Vec<ApiChange>,
+    /// What could not be fingerprinted on the tree, and so was not compared.
+    unchecked: BTreeSet<String>,
+}
+
+impl KernelCheck {
+    fn new(manifest: &Manifest, tree: KernelTree, api: &[ApiItem]) -> Result<KernelCheck> {
+        let Some(record) = manifest.kernels.get(&tree.series) else {
+            return Ok(KernelCheck {
+                tree,
+                recorded: None,
+                changes: Vec::new(),
+                unchecked: BTreeSet::new(),
+            });
+        };
+        let unchecked = fingerprint::unchecked_keys(&tree, api);
+        let mut expected = record.symbols.clone();
+        expected.retain(|key, _| !unchecked.contains(key));
+        let changes = api_changes(&expected, &fingerprint::take(&tree, api)?);
+        Ok(KernelCheck {
+            tree,
+            recorded: Some(record.kernel.clone()),
+            changes,
+            unchecked,
+        })
+    }
+
+    /// The exit code's bits for this kernel.
+    fn exit_bits(&self) -> i32 {
+        let mut code = 0;
+        if self.recorded.is_none() || !self.unchecked.is_empty() {
+            code |= exit::UNCHECKED;
+        }
+        for c in &self.changes {
+            code |= if c.breaking {
+                exit::API_BREAKING
+            } else {
+                exit::API_ADDITIVE
+            };
+        }
+        code
+    }
+
+    /// The text report's lines about this kernel, each starting with its series; none when all is
+    /// well.
+    fn lines(&self, recorded_series: &[String]) -> Vec<String> {
+        let series = self.tree.series;
+        let Some(recorded) = &self.recorded else {
+            let records = if recorded_series.is_empty() {
+                "none".to_string()
+            } else {
+                recorded_series.join(", ")
+            };
+            let ksrc = match &self.tree.rust {
+                Some(dir) if *dir != self.tree.headers => format!(" KSRC={}", dir.display()),
+                Some(_) => String::new(),
+                None => format!(" KSRC=<the source tree of Linux {}>", self.tree.release),
+            };
+            return vec![format!(
+                "{series}: C API not checked: the manifest has no record of {series} (its records: \
+                 {records}); record {} with: KDIR={}{ksrc} scripts/sync-dma.sh update",
+                self.tree.name(),
+                self.tree.given.display(),
+            )];
+        };
+        let mut lines = Vec::new();
+        if !self.changes.is_empty() {
+            lines.push(format!(
+                "{series}: C API of {} against the manifest's {recorded}:",
+                self.tree.name()
+            ));
+        }
+        for c in &self.changes {
+            let class = if c.breaking { "breaking" } else { "additive" };
+            let old = c.old.as_deref().unwrap_or("");
+            let new = c.new.as_deref().unwrap_or("");
+            lines.push(match c.change {
+                "changed" => format!("{series}: {class}: {} changed: {old} -> {new}", c.key),
+                "removed" => format!("{series}: {class}: {} removed (was {old})", c.key),
+                _ => format!("{series}: {class}: {} added: {new}", c.key),
+            });
+        }
+        if !self.unchecked.is_empty() {
+            if self.changes.is_empty() {
+                lines.push(format!(
+                    "{series}: C API unchanged: {} matches the manifest's {recorded}",
+                    self.tree.name()
+                ));
+            }
+            lines.push(format!(
+                "{series}: Rust layouts not checked ({}): {} has the C headers but not the kernel \
+                 crate's sources; {}",
+                self.unchecked
+                    .iter()
+                    .map(String::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                self.tree.headers.display(),
+                rust_src_hint(&self.tree)
+            ));
+        }
+        lines
+    }
+
+    /// The JSON object about this kernel.
+    fn json(&self) -> String {
+        format!(
+            "{{\"series\":\"{}\",\"kernel\":{},\"recorded\":{},\"unchecked\":[{}]}}",
+            self.tree.series,
+            json_str(&self.tree.name()),
+            self.recorded.as_deref().map_or("null".into(), json_str),
+            self.unchecked
+                .iter()
+                .map(|k| json_str(k))
+                .collect::<Vec<_>>()
+                .join(",")
+        )
+    }
+}
+
 fn check(opts: &Options) -> Result<i32> {
     let manifest = Manifest::read(&opts.root.join(MANIFEST))?;
     let api = fingerprint::read_api(&opts.root.join(API_LIST))?;
-    let fp = fingerprint::take(&opts.kdir, &api)?;
-    let kernel = kernel_version(&opts.kdir)?;
+    let kernels = locate_trees(opts)?
+        .into_iter()
+        .map(|tree| KernelCheck::new(&manifest, tree, &api))
+        .collect::<Result<Vec<_>>>()?;
     let template = read_template(&opts.root)?;
     let copies = copy_states(&opts.root, &manifest, &template)?;
-    let changes = api_changes(&manifest.symbols, &fp);
 
     let template_moved: Vec<&String> = template
         .iter()
@@ -394,12 +588,8 @@ fn check(opts: &Options) -> Result<i32> {
             code |= exit::TEMPLATE_AHEAD;
         }
     }
-    for c in &changes {
-        code |= if c.breaking {
-            exit::API_BREAKING
-        } else {
-            exit::API_ADDITIVE
-        };
+    for k in &kernels {
+        code |= k.exit_bits();
     }
 
     if opts.json {
@@ -416,11 +606,12 @@ fn check(opts: &Options) -> Result<i32> {
                 )
             })
             .collect();
-        let api_json: Vec<String> = changes
+        let api_json: Vec<String> = kernels
             .iter()
-            .map(|c| {
+            .flat_map(|k| k.changes.iter().map(move |c| (k.tree.series, c)))
+            .map(|(series, c)| {
                 format!(
-                    "{{\"symbol\":{},\"change\":\"{}\",\"class\":\"{}\",\"old\":{},\"new\":{}}}",
+                    "{{\"series\":\"{series}\",\"symbol\":{},\"change\":\"{}\",\"class\":\"{}\",\"old\":{},\"new\":{}}}",
                     json_str(&c.key),
                     c.change,
                     if c.breaking { "breaking" } else { "additive" },
@@ -430,11 +621,10 @@ fn check(opts: &Options) -> Result<i32> {
             })
             .collect();
         println!(
-            "{{\"exit\":{code},\"template_changed\":[{}],\"manifest_kernel\":{},\"kernel\":{},\"copies\":[{}],\"api\":[{}]}}",
+            "{{\"exit\":{code},\"template_changed\":[{}],\"copies\":[{}],\"kernels\":[{}],\"api\":[{}]}}",
             template_moved.iter().map(|f| json_str(f)).collect::<Vec<_>>().join(","),
-            json_str(&manifest.kernel),
-            json_str(&kernel),
             copies_json.join(","),
+            kernels.iter().map(KernelCheck::json).collect::<Vec<_>>().join(","),
             api_json.join(",")
         );
         return Ok(code);
@@ -455,55 +645,35 @@ fn check(opts: &Options) -> Result<i32> {
         };
         println!("copy {}/{}: {what}", c.dir, c.file);
     }
-    if !changes.is_empty() {
-        println!(
-            "C API: manifest taken on {}, KDIR is {kernel}",
-            manifest.kernel
-        );
-    }
-    for c in &changes {
-        let class = if c.breaking { "breaking" } else { "additive" };
-        match c.change {
-            "changed" => println!(
-                "{class}: {} changed: {} -> {}",
-                c.key,
-                c.old.as_deref().unwrap_or(""),
-                c.new.as_deref().unwrap_or("")
-            ),
-            "removed" => println!(
-                "{class}: {} removed (was {})",
-                c.key,
-                c.old.as_deref().unwrap_or("")
-            ),
-            _ => println!(
-                "{class}: {} added: {}",
-                c.key,
-                c.new.as_deref().unwrap_or("")
-            ),
+    let recorded_series: Vec<String> = manifest.kernels.keys().map(Series::to_string).collect();
+    for k in &kernels {
+        for line in k.lines(&recorded_series) {
+            println!("{line}");
         }
     }
     if code == 0 {
         let dirs: BTreeSet<&String> = copies.iter().map(|c| &c.dir).collect();
+        let compared: Vec<String> = kernels.iter().filter_map(|k| k.recorded.clone()).collect();
         println!(
-            "clean: {} copies ({} files) in step with the template; C API unchanged since {}",
+            "clean: {} copies ({} files) in step with the template; C API unchanged since the \
+             manifest's {}",
             dirs.len(),
             copies.len(),
-            manifest.kernel
+            changelog::and_list(&compared)
         );
     }
     Ok(code)
 }
 
-/// The manifest as the tree stands now.
+/// The manifest as the copies stand now, with the given kernel records.
 fn fresh_manifest(
-    opts: &Options,
+    root: &Path,
     template: &BTreeMap<String, Vec<u8>>,
     dirs: &BTreeSet<String>,
+    kernels: BTreeMap<Series, KernelRecord>,
 ) -> Result<Manifest> {
-    let api = fingerprint::read_api(&opts.root.join(API_LIST))?;
     let mut m = Manifest {
-        kernel: kernel_version(&opts.kdir)?,
-        symbols: fingerprint::take(&opts.kdir, &api)?,
+        kernels,
         ..Default::default()
     };
     for (file, content) in template {
@@ -511,7 +681,7 @@ fn fresh_manifest(
     }
     for dir in dirs {
         for file in VENDORED {
-            let content = read_file(&opts.root.join(dir).join(file))?;
+            let content = read_file(&root.join(dir).join(file))?;
             m.copies.insert(
                 (dir.clone(), file.to_string()),
                 CopyRecord {
@@ -522,6 +692,24 @@ fn fresh_manifest(
         }
     }
     Ok(m)
+}
+
+/// The fingerprints of `opts`'s trees, to record, by series.
+fn kernel_records(opts: &Options) -> Result<BTreeMap<Series, KernelRecord>> {
+    let api = fingerprint::read_api(&opts.root.join(API_LIST))?;
+    locate_trees(opts)?
+        .iter()
+        .map(|tree| Ok((tree.series, kernel_record(tree, &api)?)))
+        .collect()
+}
+
+/// "7.2: 7.2.13 (linux-source-7.2_7.2.13-1), 231 C symbols; 7.3: …"
+fn describe_kernels(kernels: &BTreeMap<Series, KernelRecord>) -> String {
+    kernels
+        .iter()
+        .map(|(series, r)| format!("{series}: {}, {} C symbols", r.kernel, r.symbols.len()))
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// Stores the template's files in git's object database, so that a later update finds them as its
@@ -560,18 +748,17 @@ fn init(opts: &Options) -> Result<i32> {
             path.display()
         ));
     }
+    let kernels = kernel_records(opts)?;
     let template = read_template(&opts.root)?;
     let dirs = copy_dirs(&opts.root, None)?;
-    let m = fresh_manifest(opts, &template, &dirs)?;
+    let m = fresh_manifest(&opts.root, &template, &dirs, kernels)?;
     store_blobs(&opts.root)?;
     std::fs::write(&path, m.render())
         .map_err(|e| fail!(exit::BAD_INPUT, "cannot write {}: {e}", path.display()))?;
     println!(
-        "wrote {} ({} copies, {} C symbols, {})",
-        MANIFEST,
+        "wrote {MANIFEST}: {} copies; {}",
         dirs.len(),
-        m.symbols.len(),
-        m.kernel
+        describe_kernels(&m.kernels)
     );
     Ok(0)
 }
@@ -587,7 +774,7 @@ enum Action {
 fn update(opts: &Options) -> Result<i32> {
     // Everything is read and checked before anything is written.
     let old = Manifest::read(&opts.root.join(MANIFEST))?;
-    fingerprint::kernel_source(&opts.kdir)?;
+    let refreshed = kernel_records(opts)?;
     let template = read_template(&opts.root)?;
     let all = copy_dirs(&opts.root, Some(&old))?;
     let selected: BTreeSet<String> = if opts.rest.is_empty() {
@@ -712,15 +899,17 @@ fn update(opts: &Options) -> Result<i32> {
         ));
     }
 
-    let mut new = fresh_manifest(opts, &template, &selected)?;
+    // The series of the trees given are refreshed (or added); the others keep their records.
+    let mut kernels = old.kernels.clone();
+    kernels.extend(refreshed);
+    let mut new = fresh_manifest(&opts.root, &template, &selected, kernels)?;
     // Copies not selected keep their records; unrecorded ones stay unrecorded.
     for (key, record) in &old.copies {
         if !selected.contains(&key.0) {
             new.copies.insert(key.clone(), record.clone());
         }
     }
-    let changes = api_changes(&old.symbols, &new.symbols);
-    let report = UpdateReport::new(&old, &new, &template, &written, wrapper_api, changes);
+    let report = UpdateReport::new(&old, &new, &template, &written, wrapper_api);
     store_blobs(&opts.root)?;
     std::fs::write(opts.root.join(MANIFEST), new.render())
         .map_err(|e| fail!(exit::BAD_INPUT, "cannot write the manifest: {e}"))?;
@@ -743,10 +932,9 @@ fn update(opts: &Options) -> Result<i32> {
     }
     let recorded_dirs: BTreeSet<&String> = new.copies.keys().map(|(dir, _)| dir).collect();
     println!(
-        "manifest refreshed: {} copies, {} C symbols, {}",
+        "manifest refreshed: {} copies; {}",
         recorded_dirs.len(),
-        new.symbols.len(),
-        new.kernel
+        describe_kernels(&new.kernels)
     );
     Ok(0)
 }
@@ -845,12 +1033,18 @@ fn bench(opts: &Options) -> Result<i32> {
     copy(&opts.root.join(API_LIST), &scratch.join(API_LIST))?;
     git(&scratch, &["init", "-q"])?;
     let exe = std::env::current_exe().map_err(|e| fail!(exit::BAD_INPUT, "{e}"))?;
+    let mut kernel_args: Vec<&std::ffi::OsStr> = Vec::new();
+    for kdir in &opts.kdirs {
+        kernel_args.extend(["--kdir".as_ref(), kdir.as_os_str()]);
+    }
+    if let Some(dir) = &opts.rust_src {
+        kernel_args.extend(["--rust-src".as_ref(), dir.as_os_str()]);
+    }
     let run = |args: &[&str]| {
         Command::new(&exe)
             .arg("--root")
             .arg(&scratch)
-            .arg("--kdir")
-            .arg(&opts.kdir)
+            .args(&kernel_args)
             .args(args)
             .output()
             .map_err(|e| fail!(exit::BAD_INPUT, "{e}"))
@@ -892,6 +1086,176 @@ fn bench(opts: &Options) -> Result<i32> {
 mod tests {
     use super::*;
     use fingerprint::Symbol;
+
+    /// A kernel tree in a scratch directory: a source tree of 7.3.4 with one function and one
+    /// layout, or the same as installed headers, without `rust/`. Removed when dropped.
+    struct FakeKernel(PathBuf);
+
+    impl FakeKernel {
+        fn new(name: &str, with_rust: bool) -> FakeKernel {
+            let dir =
+                std::env::temp_dir().join(format!("sync-dma-main-{name}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            let mut files = vec![
+                ("Makefile", "VERSION = 7\nPATCHLEVEL = 3\nSUBLEVEL = 4\n"),
+                (
+                    "include/linux/dma-mapping.h",
+                    "void dma_f(struct device *dev);\n",
+                ),
+            ];
+            if with_rust {
+                files.push(("rust/kernel/lib.rs", ""));
+                files.push((
+                    "rust/kernel/device.rs",
+                    "#[repr(transparent)]\npub struct Device(Opaque<bindings::device>);\n",
+                ));
+            }
+            for (file, text) in files {
+                let path = dir.join(file);
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(path, text).unwrap();
+            }
+            FakeKernel(dir)
+        }
+
+        fn tree(&self) -> KernelTree {
+            KernelTree::locate(&self.0, None).unwrap()
+        }
+    }
+
+    impl Drop for FakeKernel {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn fake_api() -> Vec<ApiItem> {
+        let item = |kind: &str, name: &str, file: &str, rust_type: Option<&str>| ApiItem {
+            kind: kind.into(),
+            name: name.into(),
+            file: file.into(),
+            rust_type: rust_type.map(Into::into),
+        };
+        vec![
+            item(
+                "surface",
+                "include/linux/dma-mapping.h",
+                "include/linux/dma-mapping.h",
+                None,
+            ),
+            item("function", "dma_f", "include/linux/dma-mapping.h", None),
+            item(
+                "layout",
+                "device-transparent",
+                "rust/kernel/device.rs",
+                Some("Device"),
+            ),
+        ]
+    }
+
+    #[test]
+    fn headers_without_rust_sources_leave_the_layouts_unchecked_not_removed() {
+        let api = fake_api();
+        let source = FakeKernel::new("source", true);
+        let mut manifest = Manifest::default();
+        let record = kernel_record(&source.tree(), &api).unwrap();
+        assert_eq!(
+            record.symbols["layout device-transparent"].value,
+            "repr(transparent), first field Opaque<bindings::device>"
+        );
+        manifest.kernels.insert(source.tree().series, record);
+
+        let headers = FakeKernel::new("headers", false);
+        let check = KernelCheck::new(&manifest, headers.tree(), &api).unwrap();
+        assert!(check.changes.is_empty(), "{:?}", check.changes);
+        assert_eq!(check.exit_bits(), exit::UNCHECKED);
+        let lines = check.lines(&["7.3".into()]);
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(
+            lines[0].starts_with("7.3: C API unchanged: 7.3.4 (sync-dma-main-headers-")
+                && lines[0].contains(") matches the manifest's 7.3.4 (sync-dma-main-source-"),
+            "{lines:?}"
+        );
+        assert!(
+            lines[1].starts_with("7.3: Rust layouts not checked (layout device-transparent): ")
+                && lines[1].contains("--rust-src DIR"),
+            "{lines:?}"
+        );
+        let err = kernel_record(&headers.tree(), &api).unwrap_err();
+        assert_eq!(err.code, exit::BAD_INPUT);
+        assert!(
+            err.message.contains("cannot record 7.3.4"),
+            "{}",
+            err.message
+        );
+
+        // Given the source as well, the layouts are compared, and a change is found.
+        let changed = FakeKernel::new("changed", true);
+        std::fs::write(
+            changed.0.join("rust/kernel/device.rs"),
+            "pub struct Device(Opaque<bindings::device>);\n",
+        )
+        .unwrap();
+        let tree = KernelTree::locate(&headers.0, Some(&changed.0)).unwrap();
+        let check = KernelCheck::new(&manifest, tree, &api).unwrap();
+        assert_eq!(check.exit_bits(), exit::API_BREAKING);
+        assert_eq!(check.changes[0].key, "layout device-transparent");
+    }
+
+    #[test]
+    fn a_series_without_a_record_is_unchecked_not_breaking() {
+        let api = fake_api();
+        let kernel = FakeKernel::new("unrecorded", true);
+        let mut manifest = Manifest::default();
+        manifest.kernels.insert(
+            Series::of("7.2").unwrap(),
+            KernelRecord {
+                kernel: "7.2.13 (x)".into(),
+                ..Default::default()
+            },
+        );
+        let check = KernelCheck::new(&manifest, kernel.tree(), &api).unwrap();
+        assert_eq!(check.exit_bits(), exit::UNCHECKED);
+        let lines = check.lines(&["7.2".into()]);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(
+            lines[0].starts_with(
+                "7.3: C API not checked: the manifest has no record of 7.3 (its records: 7.2); \
+                 record 7.3.4 (sync-dma-main-unrecorded-"
+            ),
+            "{lines:?}"
+        );
+    }
+
+    #[test]
+    fn trees_of_one_series_are_refused() {
+        let a = FakeKernel::new("series-a", true);
+        let b = FakeKernel::new("series-b", true);
+        let opts = |kdirs: Vec<PathBuf>, rust_src: Option<PathBuf>| Options {
+            root: PathBuf::new(),
+            kdirs,
+            rust_src,
+            force: false,
+            json: false,
+            message: None,
+            rest: Vec::new(),
+        };
+        let err = locate_trees(&opts(vec![a.0.clone(), b.0.clone()], None)).unwrap_err();
+        assert!(err.message.contains("two trees of 7.3"), "{}", err.message);
+        let err =
+            locate_trees(&opts(vec![a.0.clone(), b.0.clone()], Some(a.0.clone()))).unwrap_err();
+        assert!(
+            err.message.contains("--rust-src goes with one --kdir"),
+            "{}",
+            err.message
+        );
+        assert_eq!(
+            locate_trees(&opts(vec![a.0.clone()], Some(b.0.clone())))
+                .unwrap()
+                .len(),
+            1
+        );
+    }
 
     #[test]
     fn classifies_changes() {

@@ -1,6 +1,7 @@
 //! `sync-dma` end to end, on scratch git repositories holding the real template, and on the real
 //! Debian kernel trees the set-up unpacked (linux-source-6.12, -7.2, -7.3). Header mutations are
-//! made at test time on copies; no kernel text is committed.
+//! made at test time on copies; no kernel text is committed. `debian_headers.rs` runs it on
+//! Debian's installed headers.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -109,11 +110,19 @@ impl Scratch {
 
     /// Runs sync-dma; returns (exit code, stdout, stderr).
     fn run(&self, kdir: &Path, args: &[&str]) -> (i32, String, String) {
+        self.run_trees(&[kdir], args)
+    }
+
+    /// Runs sync-dma on several kernel trees; returns (exit code, stdout, stderr).
+    fn run_trees(&self, kdirs: &[&Path], args: &[&str]) -> (i32, String, String) {
         let out = Command::new(env!("CARGO_BIN_EXE_sync-dma"))
             .arg("--root")
             .arg(&self.dir)
-            .arg("--kdir")
-            .arg(kdir)
+            .args(
+                kdirs
+                    .iter()
+                    .flat_map(|kdir| ["--kdir".as_ref(), kdir.as_os_str()]),
+            )
             .args(args)
             .output()
             .unwrap();
@@ -197,6 +206,7 @@ fn mutable_kernel(name: &str) -> PathBuf {
         "include/linux/dma-direction.h",
         "include/linux/types.h",
         "include/linux/gfp_types.h",
+        "rust/kernel/lib.rs",
         "rust/kernel/device.rs",
         "rust/kernel/types.rs",
     ] {
@@ -214,46 +224,78 @@ fn edit(path: &Path, from: &str, to: &str) {
 }
 
 #[test]
-fn a_manifest_of_6_12_checked_on_7_3_reports_exactly_the_additions() {
+fn recording_7_3_beside_6_12_logs_exactly_the_additions() {
     let s = Scratch::new("612");
     s.init(&tree("LINUX_SOURCE_6_12_DIR"));
+    // A tree of a series the manifest has no record of is not compared with another series.
     let (code, out, _) = s.run(&k73(), &["--check"]);
-    assert_eq!(code, 32, "only the additive bit:\n{out}");
-    let reported: Vec<&str> = out
+    assert_eq!(code, 64, "only the unchecked bit:\n{out}");
+    assert!(
+        out.starts_with("7.3: C API not checked: the manifest has no record of 7.3 (its records: 6.12); record 7.3.4 (linux-source-7.3_"),
+        "{out}"
+    );
+
+    let (code, out, err) = s.run(&k73(), &["update"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let changes = s.read("CHANGES.md");
+    let entry = last_entry(&changes);
+    assert!(
+        entry.contains(": The manifest now also records the C API of Linux 7.3.\n"),
+        "{entry}"
+    );
+    assert!(
+        entry.contains("\n- C API of 7.3 now recorded too, taken on 7.3.4 (linux-source-7.3_7.3.4-1~bpo13+1); it differs from 6.12.118 (linux-source-6.12_6.12.118-1~deb12u1) as follows.\n"),
+        "{entry}"
+    );
+    let reported: Vec<&str> = entry
         .lines()
-        .filter(|l| l.starts_with("additive:") || l.starts_with("breaking:"))
-        .map(|l| l.split(" added:").next().unwrap())
+        .filter_map(|l| l.strip_prefix("- C API (7.3): `"))
+        .map(|l| {
+            let (key, rest) = l.split_once('`').unwrap();
+            assert!(rest.starts_with(" is in 7.3 ("), "only additions: {l}");
+            assert!(rest.contains("), not in 6.12; the wrapper"), "{l}");
+            key
+        })
         .collect();
     let expected = [
-        "additive: constant DMA_ATTR_CC_SHARED",
-        "additive: constant DMA_ATTR_DEBUGGING_IGNORE_CACHELINES",
-        "additive: constant DMA_ATTR_MMIO",
-        "additive: constant DMA_ATTR_REQUIRE_COHERENT",
-        "additive: constant DMA_IOVA_USE_SWIOTLB",
-        "additive: function dma_iova_destroy",
-        "additive: function dma_iova_free",
-        "additive: function dma_iova_link",
-        "additive: function dma_iova_size",
-        "additive: function dma_iova_sync",
-        "additive: function dma_iova_try_alloc",
-        "additive: function dma_iova_unlink",
-        "additive: function dma_map_phys",
-        "additive: function dma_need_unmap",
-        "additive: function dma_pool_create_node",
-        "additive: function dma_unmap_phys",
-        "additive: function dma_use_iova",
+        "constant DMA_ATTR_CC_SHARED",
+        "constant DMA_ATTR_DEBUGGING_IGNORE_CACHELINES",
+        "constant DMA_ATTR_MMIO",
+        "constant DMA_ATTR_REQUIRE_COHERENT",
+        "constant DMA_IOVA_USE_SWIOTLB",
+        "function dma_iova_destroy",
+        "function dma_iova_free",
+        "function dma_iova_link",
+        "function dma_iova_size",
+        "function dma_iova_sync",
+        "function dma_iova_try_alloc",
+        "function dma_iova_unlink",
+        "function dma_map_phys",
+        "function dma_need_unmap",
+        "function dma_pool_create_node",
+        "function dma_unmap_phys",
+        "function dma_use_iova",
         // 6.12 has no pci::Device at all (no rust/kernel/pci.rs).
-        "additive: layout pci-device-transparent",
+        "layout pci-device-transparent",
     ];
-    assert_eq!(reported, expected, "{out}");
+    assert_eq!(reported, expected, "{entry}");
     assert!(
-        out.contains("additive: constant DMA_ATTR_MMIO added: 0x400"),
+        entry.contains("\n- C API (7.3): `constant DMA_ATTR_MMIO` is in 7.3 (`0x400`), not in 6.12; the wrapper relies on it.\n"),
+        "{entry}"
+    );
+
+    // Both records are kept, each checked against its own tree.
+    s.commit("7.3 recorded");
+    let (code, out, _) = s.run_trees(&[&tree("LINUX_SOURCE_6_12_DIR"), &k73()], &["--check"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("C API unchanged since the manifest's 6.12.118 (linux-source-6.12_6.12.118-1~deb12u1) and 7.3.4 (linux-source-7.3_7.3.4-1~bpo13+1)"),
         "{out}"
     );
 }
 
 #[test]
-fn each_tree_checked_against_itself_and_7_2_against_7_3_are_clean() {
+fn each_tree_checked_against_itself_and_7_2_recorded_beside_7_3_are_clean() {
     let s = Scratch::new("self");
     for var in ["KSRC", "LINUX_SOURCE_7_2_DIR", "LINUX_SOURCE_6_12_DIR"] {
         let (code, out, err) = s.run(&tree(var), &["init", "--force"]);
@@ -262,9 +304,32 @@ fn each_tree_checked_against_itself_and_7_2_against_7_3_are_clean() {
         assert_eq!(code, 0, "{var} against itself:\n{out}");
         assert!(out.starts_with("clean: 2 copies (6 files)"), "{out}");
     }
-    s.run(&tree("LINUX_SOURCE_7_2_DIR"), &["init", "--force"]);
-    let (code, out, _) = s.run(&k73(), &["--check"]);
-    assert_eq!(code, 0, "7.2 and 7.3 have the same DMA API here:\n{out}");
+    s.run(&k73(), &["init", "--force"]);
+    s.commit("7.3 recorded");
+    let (code, out, err) = s.run(&tree("LINUX_SOURCE_7_2_DIR"), &["update"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let changes = s.read("CHANGES.md");
+    assert!(
+        last_entry(&changes).contains("\n- C API of 7.2 now recorded too, taken on 7.2.13 (linux-source-7.2_7.2.13-1): the same as 7.3.4 (linux-source-7.3_7.3.4-1~bpo13+1) in every fingerprinted symbol.\n"),
+        "7.2 and 7.3 have the same DMA API here:\n{changes}"
+    );
+    let manifest = s.read("dma_local.manifest");
+    assert!(
+        manifest.contains("\nformat 2\nkernel 7.2 = 7.2.13 (linux-source-7.2_7.2.13-1)\nkernel 7.3 = 7.3.4 (linux-source-7.3_7.3.4-1~bpo13+1)\n"),
+        "{manifest}"
+    );
+    let (code, out, _) = s.run_trees(&[&tree("LINUX_SOURCE_7_2_DIR"), &k73()], &["--check"]);
+    assert_eq!(code, 0, "{out}");
+
+    // Two trees of one series are refused; init writes exactly the trees it is given.
+    let another_7_3 = mutable_kernel("same-series");
+    let (code, _, err) = s.run_trees(&[&k73(), &another_7_3], &["--check"]);
+    std::fs::remove_dir_all(&another_7_3).unwrap();
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("two trees of 7.3"), "{err}");
+    let (code, out, err) = s.run(&k73(), &["init", "--force"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!s.read("dma_local.manifest").contains("kernel 7.2"));
 }
 
 #[test]
@@ -299,7 +364,7 @@ fn mutated_headers_are_reported_or_ignored_as_they_should_be() {
     let (code, out, _) = check();
     assert_eq!(code, 16, "{out}");
     assert!(
-        out.contains("breaking: function dma_alloc_attrs changed: void *dma_alloc_attrs(struct device *, size_t, dma_addr_t *, gfp_t, unsigned long) -> void *dma_alloc_attrs(struct device *, size_t, dma_addr_t *, unsigned int, unsigned long)"),
+        out.contains("7.3: breaking: function dma_alloc_attrs changed: void *dma_alloc_attrs(struct device *, size_t, dma_addr_t *, gfp_t, unsigned long) -> void *dma_alloc_attrs(struct device *, size_t, dma_addr_t *, unsigned int, unsigned long)"),
         "{out}"
     );
     let (code, json, _) = s.run(&kdir, &["--check", "--json"]);
