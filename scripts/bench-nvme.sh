@@ -6,6 +6,7 @@
 # (--instructions: guest instructions per I/O instead of throughput, counted by a QEMU plugin;
 # --count blocks|atomics|mmio: translated blocks, atomic instructions or device accesses instead;
 # --control: the C nvme on nvme_rs's controllers too, to show the method's own bias)
+# RDD_KERNEL=debian-7.3 (or debian-7.2, kasan) runs it on that kernel instead of the lab kernel.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --quiet

@@ -12,8 +12,9 @@
  *
  * Usage: -plugin counter.so,out=FILE[,count=insns|blocks|atomics|mmio]
  *
- * The declarations below are the parts of QEMU's plugin API (qemu-plugin.h, API version 1 and
- * later) this uses, so that building needs no QEMU development package.
+ * The declarations below are the parts of QEMU's plugin API (qemu-plugin.h, API version 2, QEMU
+ * 9.0 and later, as bookworm-backports' QEMU 10 has it) this uses, so that building needs no QEMU
+ * development package.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -47,10 +48,10 @@ struct qemu_plugin_hwaddr *qemu_plugin_get_hwaddr(qemu_plugin_meminfo_t info, ui
 bool qemu_plugin_hwaddr_is_io(const struct qemu_plugin_hwaddr *haddr);
 size_t qemu_plugin_tb_n_insns(const struct qemu_plugin_tb *tb);
 struct qemu_plugin_insn *qemu_plugin_tb_get_insn(const struct qemu_plugin_tb *tb, size_t idx);
-const void *qemu_plugin_insn_data(const struct qemu_plugin_insn *insn);
+size_t qemu_plugin_insn_data(const struct qemu_plugin_insn *insn, void *dest, size_t len);
 size_t qemu_plugin_insn_size(const struct qemu_plugin_insn *insn);
 
-__attribute__((visibility("default"))) int qemu_plugin_version = 1;
+__attribute__((visibility("default"))) int qemu_plugin_version = 2;
 
 #define MAX_VCPUS 64
 
@@ -119,8 +120,8 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
-		const unsigned char *data = qemu_plugin_insn_data(insn);
-		size_t size = qemu_plugin_insn_size(insn);
+		unsigned char data[16]; /* an x86 instruction is at most 15 bytes */
+		size_t size = qemu_plugin_insn_data(insn, data, sizeof(data));
 
 		if (counted == ATOMICS && is_atomic(data, size))
 			qemu_plugin_register_vcpu_insn_exec_cb(insn, add, QEMU_PLUGIN_CB_NO_REGS,

@@ -141,6 +141,14 @@ impl Env {
             .ok_or_else(|| err!("scripts/env.sh printed no {name}"))
     }
 
+    /// The kernel in a few words, for reports: `the lab kernel`, or `Debian's 7.3.4+deb13-amd64`.
+    pub fn description(&self) -> String {
+        match self.var("KRELEASE") {
+            Ok(release) if self.kernel.is_debian() => format!("Debian's {release}"),
+            _ => format!("the {} kernel", self.kernel.name()),
+        }
+    }
+
     /// The kernel image to boot.
     pub fn bzimage(&self) -> Result<PathBuf> {
         self.var("BZIMAGE").map(PathBuf::from)

@@ -26,14 +26,14 @@
 //! Run through `scripts/bench-e1000.sh [--instructions | --count KIND] [--default-only | --control]
 //! [ROUNDS]`.
 
-use harness::{stats::Paired, BenchArgs, Scenario, SocketLink, Vm};
+use harness::{stats::Paired, BenchArgs, Env, Scenario, SocketLink, Vm};
 
 /// MiB each way per round and driver, and pings per round and driver, split over the turns.
 const MIB: u32 = 32;
 const PINGS: u32 = 200;
 /// Turns per round and driver when measuring time.
 const TURNS: u32 = 4;
-/// vCPUs per VM.
+/// vCPUs per VM, unless `--two-cpus`.
 const CPUS: u32 = 1;
 
 /// An e1000_rs configuration: name, module parameters, title.
@@ -245,10 +245,13 @@ fn mbps(transfers: &[(f64, f64)]) -> f64 {
 
 fn main() {
     let args = BenchArgs::from_env(
-        "bench-e1000.sh [--instructions | --count KIND] [--default-only | --control] [ROUNDS]",
-        &["--default-only", "--control"],
+        "bench-e1000.sh [--instructions | --count KIND] [--default-only | --control] [--two-cpus] \
+         [ROUNDS]",
+        &["--default-only", "--control", "--two-cpus"],
         1,
     );
+    let cpus = if args.has("--two-cpus") { 2 } else { CPUS };
+    let kernel = Env::get().unwrap_or_else(|e| panic!("{e}")).description();
     let counted = args.counted;
     let count = counted.is_some();
     let control = [CONTROL];
@@ -270,7 +273,7 @@ fn main() {
         SocketLink::new().expect("free ports"),
     ];
     let mut dut = Vm::new("dut")
-        .cpus(CPUS)
+        .cpus(cpus)
         .memory_mib(768)
         .module("drivers/e1000_rs")
         .kernel_module("drivers/net/ethernet/intel/e1000/e1000.ko")
@@ -285,7 +288,7 @@ fn main() {
         dut = dut.count(what);
     }
     let peer = Vm::new("peer")
-        .cpus(CPUS)
+        .cpus(cpus)
         .memory_mib(768)
         .kernel_module("drivers/net/ethernet/intel/e1000/e1000.ko")
         .tool("netpipe")
@@ -295,8 +298,8 @@ fn main() {
         .script(&peer_script(variants.len(), rounds, turns))
         .timeout(std::time::Duration::from_secs(1800));
     println!(
-        "e1000 benchmark: {rounds} rounds, {MIB} MiB each way and {PINGS} pings per round and \
-         driver, {}, kmemleak and DMA-API debugging off{}",
+        "e1000 benchmark on {kernel}: {rounds} rounds, {MIB} MiB each way and {PINGS} pings per \
+         round and driver, {}, {cpus} vCPU(s) per VM, kmemleak and DMA-API debugging off{}",
         if count {
             "the drivers one after the other".to_string()
         } else {

@@ -30,7 +30,7 @@
 use harness::{
     nvme::{self, BIND_ALTERNATELY},
     stats::Paired,
-    BenchArgs, Drive, Scenario,
+    BenchArgs, Drive, Env, Scenario,
 };
 
 const MIB: u64 = 1024 * 1024;
@@ -204,8 +204,9 @@ fn main() {
     if let Some(what) = counted {
         vm = vm.count(what);
     }
+    let kernel = Env::get().unwrap_or_else(|e| panic!("{e}")).description();
     println!(
-        "nvme benchmark: {rounds} rounds, {seconds} s per figure and driver{}, {SPAN_MIB} MiB \
+        "nvme benchmark on {kernel}: {rounds} rounds, {seconds} s per figure and driver{}, {SPAN_MIB} MiB \
          span, 2 vCPUs, blkio (Linux AIO, O_DIRECT), kmemleak and DMA-API debugging off{}",
         if count {
             String::new()
