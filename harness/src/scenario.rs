@@ -31,6 +31,7 @@ type Handler = Box<dyn FnMut(&mut Qmp) -> Result<()> + Send>;
 pub struct Scenario {
     name: String,
     kernel: Kernel,
+    after_failure: Duration,
     vms: Vec<Vm>,
     handlers: Vec<(String, String, Handler)>,
 }
@@ -271,6 +272,7 @@ impl Scenario {
         Scenario {
             name: name.to_string(),
             kernel: Kernel::Lab,
+            after_failure: AFTER_FAILURE,
             vms: Vec::new(),
             handlers: Vec::new(),
         }
@@ -280,6 +282,14 @@ impl Scenario {
     /// business is error paths and races. `RDD_KERNEL` overrides it.
     pub fn on_kasan_kernel(self) -> Scenario {
         self.on_kernel(Kernel::Kasan)
+    }
+
+    /// How long the other VMs may go on once one has ended failing (30 s unless set), so that one
+    /// still writing its results can finish, and one waiting for the failed VM does not wait out
+    /// its time limit.
+    pub fn stop_others_after(mut self, grace: Duration) -> Scenario {
+        self.after_failure = grace;
+        self
     }
 
     /// Boots `kernel` instead of the lab kernel, and builds the VMs' modules for it.
@@ -457,7 +467,7 @@ impl Scenario {
                     r.timed_out = true;
                     r.stop();
                 } else if let Some((name, at)) = &failed {
-                    if at.elapsed() > AFTER_FAILURE {
+                    if at.elapsed() > self.after_failure {
                         r.stopped_after = Some(name.clone());
                         r.stop();
                     }
@@ -524,7 +534,7 @@ impl Scenario {
             } else if let Some(other) = &r.stopped_after {
                 failures.push(format!(
                     "stopped {} s after VM {other} ended failing",
-                    AFTER_FAILURE.as_secs()
+                    self.after_failure.as_secs()
                 ));
             } else if !ktap.complete() {
                 failures.push(format!(

@@ -9,12 +9,13 @@
 //! whose frames show the device still works.
 //!
 //! On the KASAN kernel, which is four to five times slower, every [`KASAN_STEP`]-th allocation
-//! fails by default (about 2 minutes); `RDD_FAULT_STEP=1` fails each one in turn (about 6).
+//! fails by default (about 2 minutes under QEMU 10); `RDD_FAULT_STEP=1` fails each one in turn
+//! (about 7).
 
 use harness::{Env, Kernel, NetBackend, Scenario, Vm};
 
 /// See the module's documentation.
-const KASAN_STEP: u32 = 3;
+const KASAN_STEP: u32 = 4;
 
 const SCRIPT: &str = r#"
 set -- $(pci_functions 0x8086:0x100e)

@@ -43,11 +43,11 @@ fn a_guest_that_does_not_finish_fails_the_scenario() {
     let err = Scenario::new("self-test-timeout")
         .vm(Vm::new("guest")
             .script("check before-hang true\nsleep 1000\n")
-            .timeout(std::time::Duration::from_secs(25)))
+            .timeout(std::time::Duration::from_secs(10)))
         .run()
         .expect_err("a guest past its time limit must fail the scenario");
     // The limit is stretched on a slower kernel (RDD_KERNEL=kasan).
-    let limit = 25 * Env::get().expect("environment").slowdown();
+    let limit = 10 * Env::get().expect("environment").slowdown();
     assert!(
         err.to_string()
             .contains(&format!("timed out after {limit} s")),
@@ -65,12 +65,13 @@ fn a_vm_that_fails_stops_the_vm_waiting_for_it() {
         .vm(Vm::new("waiter")
             .script("check before-wait true\nsleep 1000\n")
             .timeout(std::time::Duration::from_secs(600)))
+        .stop_others_after(std::time::Duration::from_secs(5))
         .run()
         .expect_err("a failing VM must fail the scenario");
     let msg = err.to_string();
     assert!(msg.contains("check 'gives-up' failed"), "{msg}");
     assert!(
-        msg.contains("stopped 30 s after VM quitter ended failing"),
+        msg.contains("stopped 5 s after VM quitter ended failing"),
         "{msg}"
     );
     assert!(
