@@ -40,7 +40,7 @@ pub use ktap::{Ktap, TestResult};
 pub use qemu::{Counted, Drive, Machine, NetBackend, Nic, Vm};
 pub use qmp::Qmp;
 pub use scenario::{CountMarks, Outcome, Scenario, SocketLink, VmOutcome};
-pub use template::{generate_driver, VENDORED};
+pub use template::{fresh_driver_name, generate_driver, VENDORED};
 
 /// Harness errors carry a complete message, including the log file to read where there is one.
 #[derive(Debug)]

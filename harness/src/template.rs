@@ -12,6 +12,16 @@ pub const VENDORED: &[&str] = &[
     "src/dma_local_shim.h",
 ];
 
+/// A fresh driver name for every call (`edu_<8 hex digits>`), so that nothing of an earlier
+/// generated driver can be mistaken for this one's.
+pub fn fresh_driver_name() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock after 1970")
+        .subsec_nanos();
+    format!("edu_{:08x}", std::process::id() ^ nanos)
+}
+
 /// Generates a driver called `name` from `template/` into `target/generated/<name>` (replacing an
 /// older one), and checks that its DMA wrapper is byte-identical to the template's. Returns its
 /// directory.

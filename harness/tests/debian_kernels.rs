@@ -13,8 +13,8 @@
 use std::path::PathBuf;
 
 use harness::{
-    dkms_install, generate_driver, nvme::BIND_ALTERNATELY, Drive, Env, Kernel, Machine, Scenario,
-    SocketLink, Vm,
+    dkms_install, fresh_driver_name, generate_driver, nvme::BIND_ALTERNATELY, Drive, Env, Kernel,
+    Machine, Scenario, SocketLink, Vm,
 };
 
 const MIB: u64 = 1024 * 1024;
@@ -86,20 +86,11 @@ check tcp-send-64MiB sh -c 'netpipe send $DUT 5002 </tmp/out'
 check unload-e1000 rmmod e1000
 "#;
 
-/// A fresh name for every run, so that nothing of an earlier driver can be mistaken for this one's.
-fn random_name() -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock after 1970")
-        .subsec_nanos();
-    format!("edu_{:08x}", std::process::id() ^ nanos)
-}
-
 /// Runs every check on Debian kernel `kernel`; `dkms` builds the two drivers with DKMS instead of
 /// their Makefiles.
 fn drivers_work_on(kernel: Kernel, dkms: bool) {
     let env = Env::of(kernel).unwrap_or_else(|e| panic!("{e}"));
-    let edu = random_name();
+    let edu = fresh_driver_name();
     let edu_dir = generate_driver(&edu).unwrap_or_else(|e| panic!("{e}"));
     let link = SocketLink::new().expect("a free port");
     let mut dut = Vm::new("dut")

@@ -2,20 +2,11 @@
 //! streaming DMA round trips with QEMU's edu device, survives bind/unbind cycles and fails its
 //! probe cleanly when its coherent allocation fails, and when other allocations of its probe fail.
 
-use harness::{generate_driver, Scenario, Vm};
-
-/// A fresh name for every run, so that nothing of an earlier driver can be mistaken for this one's.
-fn random_name() -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock after 1970")
-        .subsec_nanos();
-    format!("edu_{:08x}", std::process::id() ^ nanos)
-}
+use harness::{fresh_driver_name, generate_driver, Scenario, Vm};
 
 #[test]
 fn generated_driver_round_trips_dma_through_edu() {
-    let name = random_name();
+    let name = fresh_driver_name();
     let dir = generate_driver(&name).unwrap_or_else(|e| panic!("{e}"));
     let script = format!(
         r#"

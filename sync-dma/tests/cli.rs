@@ -3,43 +3,19 @@
 //! made at test time on copies; no kernel text is committed. `debian_headers.rs` runs it on
 //! Debian's installed headers.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-const VENDORED: &[&str] = &[
-    "src/dma_local.rs",
-    "src/dma_local_shim.c",
-    "src/dma_local_shim.h",
-];
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
+use common::{scratch_repo, VENDORED};
 
 /// `scripts/env.sh`'s variables: the kernel trees.
 fn env() -> &'static BTreeMap<String, String> {
     static ENV: OnceLock<BTreeMap<String, String>> = OnceLock::new();
-    ENV.get_or_init(|| {
-        let out = Command::new("bash")
-            .arg(repo_root().join("scripts/env.sh"))
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "scripts/env.sh: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter_map(|l| l.split_once('='))
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    })
+    ENV.get_or_init(|| common::env_of(None))
 }
 
 fn tree(var: &str) -> PathBuf {
@@ -61,23 +37,9 @@ struct Scratch {
 
 impl Scratch {
     fn new(name: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!("sync-dma-test-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let root = repo_root();
-        for file in VENDORED {
-            for target in ["template", "drivers/alpha", "drivers/beta"] {
-                let to = dir.join(target).join(file);
-                std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-                std::fs::copy(root.join("template").join(file), to).unwrap();
-            }
-        }
-        std::fs::copy(
-            root.join("template/dma_local.api"),
-            dir.join("template/dma_local.api"),
-        )
-        .unwrap();
-        let s = Scratch { dir };
-        s.git(&["init", "-q"]);
+        let s = Scratch {
+            dir: scratch_repo(&format!("test-{name}"), &["drivers/alpha", "drivers/beta"]),
+        };
         s.commit("initial");
         s
     }

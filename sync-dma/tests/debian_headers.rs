@@ -4,38 +4,12 @@
 //! sources. The manifest is taken on the cached linux-source trees of 7.2 and 7.3, in a scratch
 //! repository holding the real template.
 
-use std::collections::BTreeMap;
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
-/// `scripts/env.sh`'s variables for the kernel `rdd_kernel` names (`None`: the lab kernel).
-fn env_of(rdd_kernel: Option<&str>) -> BTreeMap<String, String> {
-    let mut command = Command::new("bash");
-    command.arg(repo_root().join("scripts/env.sh"));
-    if let Some(kernel) = rdd_kernel {
-        command.env("RDD_KERNEL", kernel);
-    }
-    let out = command.output().unwrap();
-    assert!(
-        out.status.success(),
-        "RDD_KERNEL={} scripts/env.sh failed, so there is no kernel tree to test with (scripts/setup.sh \
-         makes them): {}",
-        rdd_kernel.unwrap_or("lab"),
-        String::from_utf8_lossy(&out.stderr).trim()
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
+use common::{env_of, scratch_repo};
 
 /// A linux-source tree the set-up unpacked, by `scripts/env.sh`'s name for it.
 fn source_tree(var: &str) -> PathBuf {
@@ -90,32 +64,7 @@ struct Scratch {
 
 impl Scratch {
     fn new(name: &str, recorded: &[&Path]) -> Scratch {
-        let dir =
-            std::env::temp_dir().join(format!("sync-dma-debian-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let root = repo_root();
-        for file in [
-            "src/dma_local.rs",
-            "src/dma_local_shim.c",
-            "src/dma_local_shim.h",
-        ] {
-            for target in ["template", "drivers/alpha"] {
-                let to = dir.join(target).join(file);
-                std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-                std::fs::copy(root.join("template").join(file), to).unwrap();
-            }
-        }
-        std::fs::copy(
-            root.join("template/dma_local.api"),
-            dir.join("template/dma_local.api"),
-        )
-        .unwrap();
-        let git = Command::new("git")
-            .args(["init", "-q"])
-            .arg(&dir)
-            .status()
-            .unwrap();
-        assert!(git.success());
+        let dir = scratch_repo(&format!("debian-{name}"), &["drivers/alpha"]);
         let s = Scratch { dir };
         let (code, out, err) = s.run(recorded, None, &["init"]);
         assert_eq!(code, 0, "init: {out}{err}");
