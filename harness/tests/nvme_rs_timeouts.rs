@@ -69,12 +69,15 @@ request unthrottle
 check reload-after-kill reload
 check io-after-reload blkio verify /dev/rsnvme0n1 101 32
 
-# Both namespaces' commands kept at once, their disks' timeouts due together (blk-mq rounds them to
-# the second). The first handler declares the controller dead and (test_kill_delay) waits 2 s
-# before it cancels, so that the other disk's handler finds its request in flight on a dead
-# controller: it must leave it to the cancelling, which ends every request once.
-check reload-delaying-kills reload test_kill_delay=2000
-for n in 1 2; do echo 1000 >/sys/block/rsnvme0n$n/queue/io_timeout; done
+# Both namespaces' commands kept at once, the second disk's timeout due a second after the
+# first's (blk-mq rounds them up to the second). The first handler declares the controller dead
+# and (test_kill_delay) waits 4 s before it cancels, so that the second disk's handler finds its
+# request in flight on a dead controller: it must leave it to the cancelling, which ends every
+# request once. (Due together, the two disks' handlers could both start before either declared
+# the controller dead, and once did on the KASAN kernel.)
+check reload-delaying-kills reload test_kill_delay=4000
+echo 1000 >/sys/block/rsnvme0n1/queue/io_timeout
+echo 2000 >/sys/block/rsnvme0n2/queue/io_timeout
 request throttle-both
 for n in 1 2; do
     (blkio verify /dev/rsnvme0n$n 101 1 >/dev/null 2>&1; echo $? >/tmp/stuck$n.rc) &
