@@ -7,11 +7,17 @@ use crate::{Machine, Vm};
 /// nvme_rs, the C nvme driver and `blkio`; the caller adds the controllers and the script, which
 /// starts with [`BIND_ALTERNATELY`].
 pub fn vm(name: &str) -> Vm {
-    Vm::new(name)
-        .machine(Machine::Q35)
-        .memory_mib(1024)
-        .module("drivers/nvme_rs")
-        .kernel_module_if_built("drivers/nvme/common/nvme-keyring.ko")
+    with_c_driver(
+        Vm::new(name)
+            .machine(Machine::Q35)
+            .memory_mib(1024)
+            .module("drivers/nvme_rs"),
+    )
+}
+
+/// `vm` with the C nvme driver's modules (what `load_c_nvme` loads) and `blkio`.
+pub fn with_c_driver(vm: Vm) -> Vm {
+    vm.kernel_module_if_built("drivers/nvme/common/nvme-keyring.ko")
         .kernel_module_if_built("drivers/nvme/common/nvme-auth.ko")
         .kernel_module("drivers/nvme/host/nvme-core.ko")
         .kernel_module("drivers/nvme/host/nvme.ko")

@@ -13,21 +13,14 @@
 use std::path::PathBuf;
 
 use harness::{
-    dkms_install, fresh_driver_name, generate_driver, nvme::BIND_ALTERNATELY, Drive, Env, Kernel,
-    Machine, Scenario, SocketLink, Vm,
+    dkms_install, fresh_driver_name, generate_driver,
+    nvme::{self, BIND_ALTERNATELY},
+    Drive, Env, Kernel, Machine, Scenario, SocketLink, Vm,
 };
 
 const MIB: u64 = 1024 * 1024;
 
 const E1000_C: &str = "drivers/net/ethernet/intel/e1000/e1000.ko";
-/// The C nvme driver and what it needs, in load order (Debian builds all four as modules).
-const NVME_C: [&str; 4] = [
-    "drivers/nvme/common/nvme-keyring.ko",
-    "drivers/nvme/common/nvme-auth.ko",
-    "drivers/nvme/host/nvme-core.ko",
-    "drivers/nvme/host/nvme.ko",
-];
-
 const ADDRESSES: &str = r#"
 export DUT=169.254.0.1 PEER=169.254.0.2
 up() { ip link set eth0 up && ip addr add "$1/16" dev eth0; }
@@ -93,24 +86,18 @@ fn drivers_work_on(kernel: Kernel, dkms: bool) {
     let edu = fresh_driver_name();
     let edu_dir = generate_driver(&edu).unwrap_or_else(|e| panic!("{e}"));
     let link = SocketLink::new().expect("a free port");
-    let mut dut = Vm::new("dut")
-        .machine(Machine::Q35)
-        .memory_mib(1024)
+    let mut dut = nvme::with_c_driver(Vm::new("dut").machine(Machine::Q35).memory_mib(1024))
         .edu()
         .module(&edu_dir)
         .nvme(vec![Drive::Raw { size: 512 * MIB }])
         .nvme(vec![Drive::Raw { size: 512 * MIB }])
         .nic("e1000", link.end_a())
-        .tool("blkio")
         .tool("netpipe")
         .script(&format!(
             "{BIND_ALTERNATELY}{ADDRESSES}{}",
             DUT_SCRIPT.replace("@EDU@", &edu)
         ))
         .timeout(std::time::Duration::from_secs(600));
-    for rel in NVME_C {
-        dut = dut.kernel_module(rel);
-    }
     for driver in ["drivers/nvme_rs", "drivers/e1000_rs"] {
         dut = if dkms {
             let ko: PathBuf = dkms_install(env, driver.as_ref()).unwrap_or_else(|e| panic!("{e}"));
