@@ -292,6 +292,15 @@ step_debian_headers() {
 	"$ROOT/scripts/debian-chroot.sh" "$name" "$ROOT/scripts/prepare-headers.sh" "/lib/modules/$release/build" >/dev/null
 }
 
+# The chroot and the kernel image of each of Debian's kernels.
+debian_downloads() {
+	local kernel
+	for kernel in $(debian_kernels); do
+		step_debian_chroot "$kernel"
+		step_debian_kernel "$kernel"
+	done
+}
+
 main() {
 	local start=$SECONDS
 	mkdir -p "$CACHE" "$TOOLS"
@@ -300,14 +309,18 @@ main() {
 	step_bindgen
 	step_libclang
 	step_sources
-	local kernel
+	# Debian's chroots and kernel images are mostly downloading: they come while the cores build.
+	local kernel downloads
+	debian_downloads &
+	downloads=$!
+	trap 'kill "$downloads" 2>/dev/null || true' EXIT
 	for kernel in "${LAB_KERNELS[@]}"; do
 		step_kernel "$kernel"
 	done
 	step_cargo_generate
+	wait "$downloads" || die "setting up Debian's kernels failed; see the messages above"
+	trap - EXIT
 	for kernel in $(debian_kernels); do
-		step_debian_chroot "$kernel"
-		step_debian_kernel "$kernel"
 		step_debian_headers "$kernel"
 	done
 	if [ "$QUIET" = 0 ]; then

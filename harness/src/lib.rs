@@ -18,6 +18,7 @@
 //! ```
 
 mod bench_args;
+mod cores;
 mod env;
 mod guest_tools;
 mod initramfs;

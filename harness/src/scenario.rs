@@ -9,9 +9,10 @@ use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::cores::Cores;
 use crate::initramfs::Initramfs;
 use crate::kbuild::build_module_for;
 use crate::qemu::NetBackend;
@@ -32,6 +33,7 @@ pub struct Scenario {
     name: String,
     kernel: Kernel,
     after_failure: Duration,
+    cores: usize,
     vms: Vec<Vm>,
     handlers: Vec<(String, String, Handler)>,
 }
@@ -273,9 +275,19 @@ impl Scenario {
             name: name.to_string(),
             kernel: Kernel::Lab,
             after_failure: AFTER_FAILURE,
+            cores: 1,
             vms: Vec::new(),
             handlers: Vec::new(),
         }
+    }
+
+    /// How many of the host's cores the scenario keeps busy: one unless set, so that two such
+    /// scenarios run side by side on two cores. A scenario whose guests count on timing (timeouts
+    /// set in milliseconds, pings that must all come back) or keep every vCPU busy asks for
+    /// `usize::MAX`: all of them, and no other scenario beside it.
+    pub fn cores(mut self, cores: usize) -> Scenario {
+        self.cores = cores;
+        self
     }
 
     /// Boots the KASAN kernel ([`Kernel::Kasan`]) instead of the lab kernel: for scenarios whose
@@ -319,9 +331,7 @@ impl Scenario {
     /// Builds, boots and waits for every VM, then checks what they left. `Err` carries a message
     /// naming every failed check, every kernel problem report and the log files to read.
     pub fn run(mut self) -> Result<Outcome> {
-        // Two cores: VMs of different tests take turns.
-        static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-        let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        let _cores = Cores::take(self.cores);
 
         let env = Env::of(self.kernel)?;
         let top = env.run_dir(&self.name);

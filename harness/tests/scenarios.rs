@@ -1,0 +1,17 @@
+//! Every scenario, in one test binary, so that `cargo test` can run two of them at once: each
+//! scenario takes the host cores it keeps busy (`Scenario::cores`) and waits for them.
+//!
+//! `cargo test -p harness <module>` runs one file's scenarios, e.g. `nvme_rs_timeouts`.
+
+mod debian_kernels;
+mod dma_local_misuse;
+mod dma_local_selftest;
+mod e1000_rs;
+mod e1000_rs_faults;
+mod harness_self_test;
+mod nvme_rs;
+mod nvme_rs_bounce;
+mod nvme_rs_faults;
+mod nvme_rs_timeouts;
+mod smoke;
+mod template_edu;
