@@ -21,63 +21,12 @@ use harness::{
 const MIB: u64 = 1024 * 1024;
 
 const E1000_C: &str = "drivers/net/ethernet/intel/e1000/e1000.ko";
-const ADDRESSES: &str = r#"
-export DUT=169.254.0.1 PEER=169.254.0.2
-up() { ip link set eth0 up && ip addr add "$1/16" dev eth0; }
-"#;
+const ADDRESSES: &str = include_str!("../guest/scenarios/debian_kernels/addresses.sh");
 
 /// The DUT's part; `@EDU@` is the generated driver's name.
-const DUT_SCRIPT: &str = r#"
-diag "kernel=$(uname -r)"
-check edu-load insmod /modules/@EDU@.ko
-check edu-round-trips sh -c 'dmesg | grep -q "@EDU@ .*: DMA round trips verified: coherent 4095 bytes, streaming 4095 bytes"'
-check edu-unload rmmod @EDU@
+const DUT_SCRIPT: &str = include_str!("../guest/scenarios/debian_kernels/dut.sh");
 
-check nvme_rs-load insmod /modules/nvme_rs.ko
-check nvme_rs-disk wait_for 20 test -b /dev/rsnvme0n1
-check nvme-load load_c_nvme
-check nvme-disk wait_for 20 disk_of "$C_PCI"
-c_disk=$(disk_of "$C_PCI")
-check pattern-write-256MiB blkio fill /dev/rsnvme0n1 0x5eed 256
-check pattern-verify-256MiB blkio verify /dev/rsnvme0n1 0x5eed 256
-check c-pattern-write-256MiB blkio fill "/dev/$c_disk" 0x5eed 256
-rs_sha=$(dd if=/dev/rsnvme0n1 bs=1M count=256 2>/dev/null | sha256sum | cut -d' ' -f1)
-c_sha=$(dd if="/dev/$c_disk" bs=1M count=256 2>/dev/null | sha256sum | cut -d' ' -f1)
-diag "rs_sha=$rs_sha"
-diag "c_sha=$c_sha"
-check same-bytes-as-c test "$rs_sha" = "$c_sha"
-check nvme_rs-unload rmmod nvme_rs
-
-check e1000_rs-load insmod /modules/e1000_rs.ko
-check interface wait_for 10 test -d /sys/class/net/eth0
-check driver-is-e1000_rs sh -c 'readlink /sys/class/net/eth0/device/driver | grep -q e1000_rs$'
-up $DUT
-check carrier-up wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
-check ping-peer wait_for 60 ping -c 1 -W 1 $PEER
-dd if=/dev/urandom of=/tmp/out bs=1M count=64 2>/dev/null
-diag "dut_sent_sha=$(sha256sum </tmp/out | cut -d' ' -f1)"
-(timeout 300 netpipe recv 5002 | sha256sum | cut -d' ' -f1 >/tmp/recv.sha) &
-listener=$!
-check tcp-send-64MiB sh -c 'netpipe send $PEER 5001 </tmp/out'
-wait $listener
-ktap_result $? tcp-receive-64MiB
-diag "dut_received_sha=$(cat /tmp/recv.sha)"
-rm -f /tmp/out
-check e1000_rs-unload rmmod e1000_rs
-"#;
-
-const PEER_SCRIPT: &str = r#"
-check load-e1000 insmod /modules/e1000.ko
-up $PEER
-check peer-carrier-up wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
-check ping-dut wait_for 60 ping -c 1 -W 1 $DUT
-dd if=/dev/urandom of=/tmp/out bs=1M count=64 2>/dev/null
-diag "peer_sent_sha=$(sha256sum </tmp/out | cut -d' ' -f1)"
-check tcp-receive-64MiB sh -c 'timeout 300 netpipe recv 5001 | sha256sum | cut -d" " -f1 >/tmp/recv.sha'
-diag "peer_received_sha=$(cat /tmp/recv.sha)"
-check tcp-send-64MiB sh -c 'netpipe send $DUT 5002 </tmp/out'
-check unload-e1000 rmmod e1000
-"#;
+const PEER_SCRIPT: &str = include_str!("../guest/scenarios/debian_kernels/peer.sh");
 
 /// Runs every check on Debian kernel `kernel`; `dkms` builds the two drivers with DKMS instead of
 /// their Makefiles.

@@ -20,23 +20,7 @@ use harness::{
 /// Fail allocation 1, 1 + STEP, 1 + 2 * STEP, ...
 const STEP: u32 = 7;
 
-const SCRIPT: &str = r#"
-check load insmod /modules/nvme_rs.ko
-check disk wait_for 20 disk_of $RS_PCI
-check unbind sh -c "echo $RS_PCI >/sys/bus/pci/drivers/nvme_rs/unbind"
-
-# After each probe: bound with its disk, or unbound with none; released.
-probe_sweep probe-fails-cleanly-at-allocations $FAULT_STEP nvme_rs $RS_PCI disk_of
-
-# Nothing lost: the controller binds, and its disk reads back what was written.
-check bind sh -c "echo $RS_PCI >/sys/bus/pci/drivers/nvme_rs/bind"
-check disk-again wait_for 20 disk_of $RS_PCI
-disk=/dev/$(disk_of $RS_PCI)
-check pattern-write blkio fill $disk 0xfa17 16
-check pattern-verify blkio verify $disk 0xfa17 16
-check unload rmmod nvme_rs
-check released-at-unload pci_released $RS_PCI
-"#;
+const SCRIPT: &str = include_str!("../guest/scenarios/nvme_rs_faults/guest.sh");
 
 #[test]
 fn nvme_rs_fails_cleanly_at_allocations() {
@@ -57,36 +41,8 @@ fn nvme_rs_fails_cleanly_at_allocations() {
         .unwrap_or_else(|e| panic!("{e}"));
 }
 
-const ADMIN_TIMEOUTS_SCRIPT: &str = r#"
-# test_lost_admin_completion=N: the Nth admin command of the controller (probe's, then removal's)
-# is not answered, so it times out (admin_timeout, 1 s). The driver disables the controller before
-# it frees what the command points to; the probe fails, or the removal completes, with nothing
-# left behind.
-no_disk_of() { ! disk_of "$1" >/dev/null; }
-n=1
-while [ $n -le $ADMIN_COMMANDS ]; do
-    insmod /modules/nvme_rs.ko admin_timeout=1 test_lost_admin_completion=$n
-    if pci_bound $RS_PCI; then
-        check "lost-admin-$n-bound-with-disk" disk_of $RS_PCI
-    else
-        check "lost-admin-$n-no-disk" no_disk_of $RS_PCI
-    fi
-    check "lost-admin-$n-unload" rmmod nvme_rs
-    check "lost-admin-$n-released" pci_released $RS_PCI
-    n=$((n + 1))
-done
-timed_out=$(dmesg | sed -n 's/.*nvme_rs.*admin opcode \(0x[0-9a-f]*\) timed out.*/\1/p' | tr '\n' ' ')
-diag "timed_out_opcodes=$timed_out"
-check every-lost-completion-timed-out test "$(echo $timed_out | wc -w)" -eq $ADMIN_COMMANDS
-
-# Nothing lost: the controller binds, and its disk reads back what was written.
-check load insmod /modules/nvme_rs.ko
-check disk wait_for 20 disk_of $RS_PCI
-disk=/dev/$(disk_of $RS_PCI)
-check pattern-write blkio fill $disk 0xad 16
-check pattern-verify blkio verify $disk 0xad 16
-check unload rmmod nvme_rs
-"#;
+const ADMIN_TIMEOUTS_SCRIPT: &str =
+    include_str!("../guest/scenarios/nvme_rs_faults/admin-timeouts.sh");
 
 /// Admin commands of the controller's life on a 2-vCPU VM with one namespace: Identify
 /// (controller, active namespaces), Set Features (Number of Queues), Create I/O CQ and SQ for each

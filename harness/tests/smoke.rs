@@ -12,16 +12,7 @@ fn expected_fnv1a(len: usize) -> u32 {
         })
 }
 
-const SMOKE_SCRIPT: &str = r#"
-check load insmod /modules/rust_smoke.ko len=12345
-check listed grep -q '^rust_smoke ' /proc/modules
-line=$(dmesg | grep 'rust_smoke: loaded:' | tail -n 1)
-diag "loaded=${line#*loaded: }"
-check unload rmmod rust_smoke
-check unloaded sh -c '! grep -q "^rust_smoke " /proc/modules'
-line=$(dmesg | grep 'rust_smoke: unloading:' | tail -n 1)
-diag "unloaded=${line#*unloading: }"
-"#;
+const SMOKE_SCRIPT: &str = include_str!("../guest/scenarios/smoke/guest.sh");
 
 #[test]
 fn smoke_module_loads_computes_and_unloads() {

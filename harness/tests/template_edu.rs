@@ -9,33 +9,8 @@ fn generated_driver_round_trips_dma_through_edu() {
     let name = fresh_driver_name();
     let dir = generate_driver(&name).unwrap_or_else(|e| panic!("{e}"));
     let script = format!(
-        r#"
-check load insmod /modules/{name}.ko
-check bound test -e /sys/bus/pci/drivers/{name}/0000:00:02.0
-check round-trips-verified sh -c 'dmesg | grep -q "{name} 0000:00:02.0: DMA round trips verified: coherent 4095 bytes, streaming 4095 bytes"'
-cycles=0
-while [ $cycles -lt 20 ]; do
-    echo 0000:00:02.0 >/sys/bus/pci/drivers/{name}/unbind || break
-    echo 0000:00:02.0 >/sys/bus/pci/drivers/{name}/bind || break
-    cycles=$((cycles + 1))
-done
-diag cycles=$cycles
-check twenty-rebinds-verified sh -c 'test $(dmesg | grep -c "{name} 0000:00:02.0: DMA round trips verified") -eq 21'
-check unload rmmod {name}
-check released-at-unload pci_released 0000:00:02.0
-check probe-fails-on-alloc-failure sh -c '! insmod /modules/{name}.ko fail_coherent_alloc=1 || ! test -e /sys/bus/pci/drivers/{name}/0000:00:02.0'
-check alloc-failure-reported sh -c 'dmesg | grep -q "{name} 0000:00:02.0: coherent allocation of .* bytes failed"'
-check released-after-failed-probe pci_released 0000:00:02.0
-rmmod {name} 2>/dev/null
-check reload-after-failure insmod /modules/{name}.ko
-check verified-after-failure sh -c 'test $(dmesg | grep -c "{name} 0000:00:02.0: DMA round trips verified") -eq 22'
-# Every third allocation of the probe failing in turn (each successful probe takes 0.4 s of DMA
-# round trips): bound, or unbound; released.
-check unbind-for-faults sh -c 'echo 0000:00:02.0 >/sys/bus/pci/drivers/{name}/unbind'
-probe_sweep probe-fails-cleanly-at-allocations 3 {name} 0000:00:02.0 pci_bound
-check bound-after-faults sh -c 'echo 0000:00:02.0 >/sys/bus/pci/drivers/{name}/bind'
-check final-unload rmmod {name}
-"#
+        "export DRIVER={name}\n{}",
+        include_str!("../guest/scenarios/template_edu/guest.sh")
     );
     let outcome = Scenario::new("template-edu")
         .vm(Vm::new("guest")
