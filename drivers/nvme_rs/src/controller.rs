@@ -19,7 +19,6 @@ use crate::admin::AdminQueue;
 use crate::blk;
 use crate::command;
 use crate::dma_local::Pool;
-use crate::io;
 use crate::regs::{self, Bar0, Cap};
 use crate::shadow::ShadowDoorbells;
 
@@ -33,6 +32,16 @@ pub(crate) const PRP_LIST_ENTRIES: usize = 128;
 pub(crate) const LIST_BLOCK_BYTES: usize = regs::PAGE_SIZE;
 const _: () =
     assert!(command::DSM_MAX_RANGES as usize * command::DSM_RANGE_BYTES <= LIST_BLOCK_BYTES);
+
+/// Ends every request of the I/O tag set that is still in flight, with "host aborted": the I/O
+/// path's `cancel_all`, handed to [`Controller::new`] because the I/O path builds on the
+/// controller, not the other way round.
+///
+/// # Safety
+///
+/// The set is the live tag set of this driver's I/O queues, the controller is disabled, no
+/// interrupt handler runs, and the caller holds the controller's cancel lock.
+pub(crate) type CancelAll = unsafe fn(*mut bindings::blk_mq_tag_set);
 
 /// A bound NVMe controller's shared state.
 ///
@@ -62,6 +71,8 @@ pub(crate) struct Controller<'a> {
     dead: AtomicBool,
     /// The I/O tag set, once it exists (for cancelling requests).
     tag_set: AtomicPtr<bindings::blk_mq_tag_set>,
+    /// How `kill` ends the tag set's requests in flight.
+    cancel_all: CancelAll,
     /// The Linux IRQ numbers of the I/O queues, once requested.
     irqs: [AtomicU32; MAX_IO_QUEUES],
     nr_irqs: AtomicUsize,
@@ -74,8 +85,12 @@ pub(crate) struct Controller<'a> {
 }
 
 impl<'a> Controller<'a> {
-    /// Maps the registers, resets the controller, sets up the admin queue and enables it.
-    pub(crate) fn new(dev: &'a pci::Device<Bound>) -> impl PinInit<Self, Error> + 'a {
+    /// Maps the registers, resets the controller, sets up the admin queue and enables it. `kill`
+    /// ends the requests in flight with `cancel_all`.
+    pub(crate) fn new(
+        dev: &'a pci::Device<Bound>,
+        cancel_all: CancelAll,
+    ) -> impl PinInit<Self, Error> + 'a {
         try_pin_init!(Self {
             pdev: dev,
             bar: dev.iomap_region_sized::<{ regs::BAR0_SIZE }>(0, c"nvme_rs")?,
@@ -114,6 +129,7 @@ impl<'a> Controller<'a> {
             )?,
             dead: AtomicBool::new(false),
             tag_set: AtomicPtr::new(core::ptr::null_mut()),
+            cancel_all,
             irqs: [const { AtomicU32::new(0) }; MAX_IO_QUEUES],
             nr_irqs: AtomicUsize::new(0),
             duplicates_to_inject: AtomicU32::new(
@@ -342,8 +358,9 @@ impl<'a> Controller<'a> {
                 // first, the other sees the request no longer in flight.
                 let _cancelling = self.cancel_lock.lock();
                 // SAFETY: The tag set is live: `kill` runs from a timeout handler (whose request
-                // keeps the set alive) or from the driver's teardown before it frees the set.
-                unsafe { io::cancel_all(set) };
+                // keeps the set alive) or from the driver's teardown before it frees the set. The
+                // controller is disabled, the handlers have finished, the cancel lock is held.
+                unsafe { (self.cancel_all)(set) };
             }
         };
         if set.is_null() {

@@ -171,7 +171,7 @@ impl<'bound> Nvme<'bound> {
             tag_set: None,
             namespaces: KVec::new(),
             io_queues: KVec::new(),
-            ctrl: Arc::pin_init(Controller::new(pdev), GFP_KERNEL)?,
+            ctrl: Arc::pin_init(Controller::new(pdev, io::cancel_all), GFP_KERNEL)?,
             vectors: None,
             instance: Instance::take()?,
         };
