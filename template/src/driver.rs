@@ -18,10 +18,10 @@ use dma_local::{dir, Attrs, Coherent, Gfp, Mask, Streaming};
 use kernel::{
     bindings,
     device::{Bound, Core},
-    io::Io,
+    io::{poll::read_poll_timeout, Io},
     pci,
     prelude::*,
-    time::{delay::fsleep, Delta},
+    time::Delta,
 };
 
 /// Declares the module. Its on/off parameter is of type `$flag` and defaults to `$off`: `bool` and
@@ -55,7 +55,7 @@ declare_module!(u8, 0);
 type Bar0<'bound> = pci::Bar<'bound, { regs::BAR0_SIZE }>;
 
 /// How long one DMA transfer may take: edu completes one after 100 ms of virtual time.
-const DMA_TIMEOUT_MS: u32 = 2000;
+const DMA_TIMEOUT_MS: i64 = 2000;
 
 compat::pci_device_table!(
     PCI_TABLE,
@@ -192,18 +192,20 @@ impl Edu<'_> {
             regs::DMA_CMD_START | regs::DMA_CMD_IRQ | direction,
             regs::DMA_COMMAND,
         );
-        for _ in 0..DMA_TIMEOUT_MS {
-            if self.irq_seen.load(Ordering::Acquire) & regs::IRQ_DMA_DONE != 0 {
-                return Ok(());
-            }
-            fsleep(Delta::from_millis(1));
-        }
-        dev_err!(
-            self.pdev,
-            "DMA transfer got no interrupt within {} ms\n",
-            DMA_TIMEOUT_MS
+        let interrupted = read_poll_timeout(
+            || Ok(self.irq_seen.load(Ordering::Acquire)),
+            |seen| seen & regs::IRQ_DMA_DONE != 0,
+            Delta::from_millis(1),
+            Delta::from_millis(DMA_TIMEOUT_MS),
         );
-        Err(ETIMEDOUT)
+        if interrupted.is_err() {
+            dev_err!(
+                self.pdev,
+                "DMA transfer got no interrupt within {} ms\n",
+                DMA_TIMEOUT_MS
+            );
+        }
+        interrupted.map(drop)
     }
 
     /// Both round trips; probe fails unless every byte comes back.

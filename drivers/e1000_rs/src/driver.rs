@@ -22,7 +22,7 @@ use kernel::{
     bindings,
     cpu::CpuId,
     device::{Bound, Core},
-    io::Io,
+    io::{poll::read_poll_timeout, Io},
     new_spinlock, pci,
     prelude::*,
     sync::SpinLock,
@@ -320,14 +320,13 @@ fn read_eeprom(bar: &Bar0<'_>, word: u32) -> Result<u16> {
         regs::EERD_START | (word << regs::EERD_ADDR_SHIFT),
         regs::EERD,
     );
-    for _ in 0..1000 {
-        let eerd = bar.read32(regs::EERD);
-        if eerd & regs::EERD_DONE != 0 {
-            return Ok((eerd >> regs::EERD_DATA_SHIFT) as u16);
-        }
-        fsleep(Delta::from_micros(5));
-    }
-    Err(ETIMEDOUT)
+    let eerd = read_poll_timeout(
+        || Ok(bar.read32(regs::EERD)),
+        |eerd| eerd & regs::EERD_DONE != 0,
+        Delta::from_micros(5),
+        Delta::from_millis(5),
+    )?;
+    Ok((eerd >> regs::EERD_DATA_SHIFT) as u16)
 }
 
 fn read_mac_address(bar: &Bar0<'_>) -> Result<MacAddress> {

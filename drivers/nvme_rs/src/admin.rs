@@ -6,8 +6,9 @@
 
 use kernel::{
     device::{Bound, Device},
+    io::poll::read_poll_timeout,
     prelude::*,
-    time::{delay::fsleep, Delta, Instant, Monotonic},
+    time::Delta,
 };
 
 use crate::command::{self, admin, Command, Completion};
@@ -72,21 +73,26 @@ impl<'a> AdminQueue<'a> {
         self.next_cid = self.next_cid.wrapping_add(1);
         self.sq.submit(bar, command)?;
         let lost = self.lost_cid == Some(command.cid);
-        let start = Instant::<Monotonic>::now();
-        loop {
-            let completion = self.cq.pop();
-            if let Some(done) = completion {
-                self.cq.ring(bar, None)?;
+        let cq = &mut self.cq;
+        // Every completion that arrives is consumed; only this command's ends the wait.
+        let take_ours = || -> Result<Option<Completion>> {
+            while let Some(done) = cq.pop() {
+                cq.ring(bar, None)?;
                 if done.cid == command.cid && !lost {
-                    return self.check(&command, &done);
+                    return Ok(Some(done));
                 }
-                continue;
             }
-            if start.elapsed().as_millis() > self.timeout_ms {
+            Ok(None)
+        };
+        let timeout = Delta::from_millis(self.timeout_ms);
+        match read_poll_timeout(take_ours, Option::is_some, Delta::from_micros(50), timeout) {
+            Ok(Some(done)) => self.check(&command, &done),
+            Err(e) if e != ETIMEDOUT => Err(e),
+            // Timed out (`Ok(None)` is what the condition never lets through).
+            _ => {
                 dev_warn!(self.dev, "admin opcode {:#x} timed out\n", command.opcode);
-                return Err(ETIMEDOUT);
+                Err(ETIMEDOUT)
             }
-            fsleep(Delta::from_micros(50));
         }
     }
 

@@ -8,11 +8,11 @@ use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering
 use kernel::{
     bindings,
     device::Bound,
-    io::Io,
+    io::{poll::read_poll_timeout, Io},
     new_mutex, pci,
     prelude::*,
     sync::Mutex,
-    time::{delay::fsleep, Delta, Instant, Monotonic},
+    time::{delay::fsleep, Delta},
 };
 
 use crate::admin::AdminQueue;
@@ -234,27 +234,36 @@ impl<'a> Controller<'a> {
         self.dead.load(Ordering::Acquire)
     }
 
+    /// How long the controller may take to become ready, to stop or to shut down: `CAP.TO`, and
+    /// no less than half a second.
+    fn ready_timeout(&self) -> Delta {
+        Delta::from_millis(i64::from(self.cap.timeout_ms().max(500)))
+    }
+
     /// Waits until `CSTS.RDY` is `ready`, for at most `CAP.TO`.
     fn wait_ready(&self, ready: bool) -> Result {
-        let start = Instant::<Monotonic>::now();
-        loop {
+        let is_ready = |csts: &u32| csts & regs::CSTS_RDY != 0;
+        let read_csts = || {
             let csts = self.bar.read32(regs::CSTS);
             if csts == regs::GONE {
                 return Err(ENODEV);
             }
-            if (csts & regs::CSTS_RDY != 0) == ready {
-                return Ok(());
-            }
-            if csts & regs::CSTS_CFS != 0 && ready {
+            if is_ready(&csts) != ready && csts & regs::CSTS_CFS != 0 && ready {
                 dev_err!(self.pdev, "controller fatal status while enabling\n");
                 return Err(EIO);
             }
-            if start.elapsed().as_millis() > i64::from(self.cap.timeout_ms().max(500)) {
-                dev_err!(self.pdev, "CSTS.RDY did not become {}\n", u8::from(ready));
-                return Err(ETIMEDOUT);
-            }
-            fsleep(Delta::from_millis(1));
+            Ok(csts)
+        };
+        let polled = read_poll_timeout(
+            read_csts,
+            |csts| is_ready(csts) == ready,
+            Delta::from_millis(1),
+            self.ready_timeout(),
+        );
+        if matches!(polled, Err(e) if e == ETIMEDOUT) {
+            dev_err!(self.pdev, "CSTS.RDY did not become {}\n", u8::from(ready));
         }
+        polled.map(drop)
     }
 
     /// Clears `CC.EN` and waits for the controller to stop: it does no DMA afterwards.
@@ -281,17 +290,18 @@ impl<'a> Controller<'a> {
         let cc = self.bar.read32(regs::CC);
         self.bar
             .write32((cc & !regs::CC_SHN_MASK) | regs::CC_SHN_NORMAL, regs::CC);
-        let start = Instant::<Monotonic>::now();
-        loop {
-            let csts = self.bar.read32(regs::CSTS);
-            if csts == regs::GONE || csts & regs::CSTS_SHST_MASK == regs::CSTS_SHST_COMPLETE {
-                break;
-            }
-            if start.elapsed().as_millis() > i64::from(self.cap.timeout_ms().max(500)) {
-                dev_warn!(self.pdev, "shutdown did not complete\n");
-                break;
-            }
-            fsleep(Delta::from_millis(1));
+        let shut_down = |csts: &u32| {
+            *csts == regs::GONE || csts & regs::CSTS_SHST_MASK == regs::CSTS_SHST_COMPLETE
+        };
+        let read_csts = || Ok(self.bar.read32(regs::CSTS));
+        let polled = read_poll_timeout(
+            read_csts,
+            shut_down,
+            Delta::from_millis(1),
+            self.ready_timeout(),
+        );
+        if polled.is_err() {
+            dev_warn!(self.pdev, "shutdown did not complete\n");
         }
         let _ = self.disable();
     }
