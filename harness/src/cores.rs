@@ -14,13 +14,18 @@ pub(crate) struct Cores {
 }
 
 struct Ledger {
-    free: usize,
+    /// Cores held by scenarios now.
+    taken: usize,
     /// The ticket of the next request to be served, and the ticket the next request gets.
     serving: u64,
     next: u64,
 }
 
-static LEDGER: Mutex<Option<Ledger>> = Mutex::new(None);
+static LEDGER: Mutex<Ledger> = Mutex::new(Ledger {
+    taken: 0,
+    serving: 0,
+    next: 0,
+});
 static RETURNED: Condvar = Condvar::new();
 
 /// The host's cores: what the scheduler lets this process use.
@@ -31,23 +36,17 @@ pub(crate) fn total() -> usize {
 impl Cores {
     /// Waits for `wanted` cores (at most all of them) after every earlier request has been served.
     pub(crate) fn take(wanted: usize) -> Cores {
-        let count = wanted.clamp(1, total());
-        let mut guard = LEDGER.lock().unwrap_or_else(|e| e.into_inner());
-        let ledger = guard.get_or_insert_with(|| Ledger {
-            free: total(),
-            serving: 0,
-            next: 0,
-        });
+        let total = total();
+        let count = wanted.clamp(1, total);
+        let mut ledger = LEDGER.lock().unwrap_or_else(|e| e.into_inner());
         let ticket = ledger.next;
         ledger.next += 1;
-        let mut guard = RETURNED
-            .wait_while(guard, |ledger| {
-                let ledger = ledger.as_ref().expect("initialised above");
-                ledger.serving != ticket || ledger.free < count
+        let mut ledger = RETURNED
+            .wait_while(ledger, |ledger| {
+                ledger.serving != ticket || ledger.taken + count > total
             })
             .unwrap_or_else(|e| e.into_inner());
-        let ledger = guard.as_mut().expect("initialised above");
-        ledger.free -= count;
+        ledger.taken += count;
         ledger.serving += 1;
         // The next in line may fit in what is left.
         RETURNED.notify_all();
@@ -57,10 +56,7 @@ impl Cores {
 
 impl Drop for Cores {
     fn drop(&mut self) {
-        let mut guard = LEDGER.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(ledger) = guard.as_mut() {
-            ledger.free += self.count;
-        }
+        LEDGER.lock().unwrap_or_else(|e| e.into_inner()).taken -= self.count;
         RETURNED.notify_all();
     }
 }

@@ -358,11 +358,11 @@ impl Scenario {
             // and sets again with interrupts on: an interrupt in that window reported a per-CPU
             // read as "wild-memory-access in rcu_is_watching" at 0.003 s, twice in ten boots here.
             vm = vm.cmdline("no5lvl");
-        }
-        if env.kernel == Kernel::Kasan && vm.machine == Machine::Pc {
-            // Under KASAN the guest's ACPI interpreter takes longer to route an i440FX INTx than
-            // ACPICA lets a loop run (30 s, AE_AML_LOOP_TIMEOUT), and the function gets none.
-            vm = vm.bios_irq_routing();
+            if vm.machine == Machine::Pc {
+                // The guest's ACPI interpreter takes longer to route an i440FX INTx than ACPICA
+                // lets a loop run (30 s, AE_AML_LOOP_TIMEOUT), and the function gets none.
+                vm = vm.bios_irq_routing();
+            }
         }
         let dir = top.join(&vm.name);
         std::fs::create_dir_all(&dir)?;

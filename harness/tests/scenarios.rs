@@ -1,7 +1,7 @@
 //! Every scenario, in one test binary, so that `cargo test` can run two of them at once: each
 //! scenario takes the host cores it keeps busy (`Scenario::cores`) and waits for them.
 //!
-//! `cargo test -p harness <module>` runs one file's scenarios, e.g. `nvme_rs_timeouts`.
+//! `cargo test -p harness --test scenarios nvme_rs_timeouts` runs one file's scenarios.
 
 mod debian_kernels;
 mod dma_local_misuse;

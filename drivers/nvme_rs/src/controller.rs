@@ -248,7 +248,7 @@ impl<'a> Controller<'a> {
             if csts == regs::GONE {
                 return Err(ENODEV);
             }
-            if is_ready(&csts) != ready && csts & regs::CSTS_CFS != 0 && ready {
+            if ready && !is_ready(&csts) && csts & regs::CSTS_CFS != 0 {
                 dev_err!(self.pdev, "controller fatal status while enabling\n");
                 return Err(EIO);
             }
