@@ -7,10 +7,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::check::{api_changes, ApiChange};
 use crate::manifest::{sha256_hex, KernelRecord, Manifest};
 use crate::tree::Series;
 use crate::wrapper_api::{self, ApiDiff};
-use crate::{api_changes, exit, fail, ApiChange, Result};
+use crate::{exit, fail, Result};
 
 /// The changelog, relative to the root.
 pub const FILE: &str = "CHANGES.md";
