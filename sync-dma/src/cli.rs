@@ -1,5 +1,6 @@
 //! The command line.
 
+use std::ffi::OsString;
 use std::io::Read;
 use std::path::PathBuf;
 
@@ -80,65 +81,86 @@ impl MessageSource {
     }
 }
 
-/// The command and its options; `None` when there is nothing to do (`--help`, printed).
-pub fn parse(args: &[String]) -> Result<Option<(Command, Options)>> {
+/// The command and its options, from the arguments after the program's name; `None` when there is
+/// nothing to do (`--help`, printed).
+///
+/// lexopt, not clap: the command line has options in any order around the command, `--check` as a
+/// command, and error messages and exit code 2 that the tests and scripts/sync-dma.sh rely on, with
+/// its own usage text; lexopt yields the arguments one by one and leaves all that to this function,
+/// and is tiny, with no dependencies and no proc-macro build time.
+pub fn parse<I>(args: I) -> Result<Option<(Command, Options)>>
+where
+    I: IntoIterator,
+    I::Item: Into<OsString>,
+{
+    use lexopt::prelude::*;
+
+    let bad = |e: lexopt::Error| fail!(exit::BAD_INPUT, "{e}\n{USAGE}");
     let mut root = None;
     let mut kdirs = Vec::new();
     let mut rust_src = None;
     let mut command = None;
-    let mut opts_force = false;
+    let mut force = false;
     let mut json = false;
     let mut message_source = None;
     let mut rest = Vec::new();
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--root" => root = it.next().map(PathBuf::from),
-            "--kdir" | "--rust-src" => {
-                let value = it
-                    .next()
-                    .map(PathBuf::from)
-                    .ok_or_else(|| fail!(exit::BAD_INPUT, "{a} needs a directory\n{USAGE}"))?;
-                if a == "--kdir" {
-                    kdirs.push(value);
-                } else {
-                    rust_src = Some(value);
+    let mut parser = lexopt::Parser::from_args(args);
+    while let Some(arg) = parser.next().map_err(bad)? {
+        match arg {
+            Long(name @ ("root" | "kdir" | "rust-src")) => {
+                let option = format!("--{name}");
+                let value =
+                    PathBuf::from(parser.value().map_err(|_| {
+                        fail!(exit::BAD_INPUT, "{option} needs a directory\n{USAGE}")
+                    })?);
+                match option.as_str() {
+                    "--root" => root = Some(value),
+                    "--kdir" => kdirs.push(value),
+                    _ => rust_src = Some(value),
                 }
             }
-            "--message" | "--message-file" => {
+            Long(name @ ("message" | "message-file")) => {
                 if message_source.is_some() {
                     return Err(fail!(
                         exit::BAD_INPUT,
                         "one message only: --message TEXT or --message-file FILE"
                     ));
                 }
-                let value = it
-                    .next()
-                    .ok_or_else(|| fail!(exit::BAD_INPUT, "{a} needs a value\n{USAGE}"))?;
-                message_source = Some(if a == "--message" {
-                    MessageSource::Text(value.clone())
+                let option = format!("--{name}");
+                let value = parser
+                    .value()
+                    .map_err(|_| fail!(exit::BAD_INPUT, "{option} needs a value\n{USAGE}"))?;
+                message_source = Some(if option == "--message" {
+                    MessageSource::Text(value.string().map_err(bad)?)
                 } else {
                     MessageSource::File(PathBuf::from(value))
                 });
             }
-            "--force" => opts_force = true,
-            "--json" => json = true,
-            "-h" | "--help" => {
+            Long("force") => force = true,
+            Long("json") => json = true,
+            Short('h') | Long("help") => {
                 println!("{USAGE}");
                 return Ok(None);
             }
-            "--check" | "check" => command = Some("check".to_string()),
-            "init" | "update" | "bench" if command.is_none() => command = Some(a.clone()),
-            other if other.starts_with('-') => {
-                return Err(fail!(exit::BAD_INPUT, "unknown option {other}\n{USAGE}"))
+            Long("check") => command = Some(Command::Check),
+            Short(c) => return Err(fail!(exit::BAD_INPUT, "unknown option -{c}\n{USAGE}")),
+            Long(name) => return Err(fail!(exit::BAD_INPUT, "unknown option --{name}\n{USAGE}")),
+            Value(value) => {
+                let value = value.string().map_err(bad)?;
+                match value.as_str() {
+                    "check" => command = Some(Command::Check),
+                    "init" if command.is_none() => command = Some(Command::Init),
+                    "update" if command.is_none() => command = Some(Command::Update),
+                    "bench" if command.is_none() => command = Some(Command::Bench),
+                    _ => rest.push(value),
+                }
             }
-            other => rest.push(other.to_string()),
         }
     }
     let Some(command) = command else {
         return Err(fail!(exit::BAD_INPUT, "no command\n{USAGE}"));
     };
-    if message_source.is_some() && command != "update" {
+    if message_source.is_some() && command != Command::Update {
         return Err(fail!(
             exit::BAD_INPUT,
             "--message and --message-file are for update only"
@@ -162,17 +184,85 @@ pub fn parse(args: &[String]) -> Result<Option<(Command, Options)>> {
         root,
         kdirs,
         rust_src,
-        force: opts_force,
+        force,
         json,
         message,
         rest,
     };
-    let command = match command.as_str() {
-        "check" => Command::Check,
-        "init" => Command::Init,
-        "update" => Command::Update,
-        "bench" => Command::Bench,
-        _ => unreachable!("commands are matched above"),
-    };
     Ok(Some((command, opts)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(args: &[&str]) -> Result<(Command, Options)> {
+        parse(args.iter().copied()).map(|p| p.expect("not --help"))
+    }
+
+    fn error(args: &[&str]) -> String {
+        let Err(e) = parsed(args) else {
+            panic!("{args:?} parsed")
+        };
+        assert_eq!(e.code, exit::BAD_INPUT, "{args:?}: {}", e.message);
+        e.message
+    }
+
+    #[test]
+    fn options_go_anywhere_around_the_command() {
+        let (command, opts) = parsed(&[
+            "update",
+            "--kdir",
+            "/a",
+            "drivers/x",
+            "--root",
+            "/r",
+            "--force",
+            "--kdir=/b",
+            "--message",
+            "Title",
+        ])
+        .unwrap();
+        assert_eq!(command, Command::Update);
+        assert_eq!(opts.root, PathBuf::from("/r"));
+        assert_eq!(opts.kdirs, [PathBuf::from("/a"), PathBuf::from("/b")]);
+        assert!(opts.force && !opts.json && opts.message.is_some());
+        assert_eq!(opts.rest, ["drivers/x"]);
+
+        let (command, opts) = parsed(&["--root", "/r", "--kdir", "/a", "--json", "check"]).unwrap();
+        assert_eq!(command, Command::Check);
+        assert!(opts.json && opts.rest.is_empty());
+        // A second command word is an argument of the first: `update init` names a driver.
+        let (command, opts) = parsed(&["--root", "/r", "--kdir", "/a", "update", "init"]).unwrap();
+        assert_eq!(
+            (command, opts.rest),
+            (Command::Update, vec!["init".to_string()])
+        );
+        let (command, opts) = parsed(&["--root", "/r", "--kdir", "/a", "bench", "7"]).unwrap();
+        assert_eq!(
+            (command, opts.rest),
+            (Command::Bench, vec!["7".to_string()])
+        );
+    }
+
+    #[test]
+    fn bad_command_lines_are_refused_with_their_message() {
+        let base = ["--root", "/r", "--kdir", "/a"];
+        let with = |more: &[&'static str]| [&base[..], more].concat();
+        assert!(error(&with(&["--frobnicate", "--check"]))
+            .starts_with("unknown option --frobnicate\nusage: "));
+        assert!(error(&with(&["-x", "--check"])).starts_with("unknown option -x\n"));
+        assert!(error(&with(&[])).starts_with("no command\n"));
+        assert!(error(&["--check", "--kdir"]).starts_with("--kdir needs a directory\n"));
+        assert!(error(&["--check", "--root"]).starts_with("--root needs a directory\n"));
+        assert!(error(&with(&["update", "--message"])).starts_with("--message needs a value\n"));
+        assert!(
+            error(&with(&["update", "--message", "a", "--message-file", "b"]))
+                .starts_with("one message only")
+        );
+        assert!(error(&with(&["--check", "--message", "a"])).contains("for update only"));
+        assert!(error(&with(&["--check", "--json=yes"])).contains("--json"));
+        assert!(parse(["--frobnicate", "--help"]).is_err());
+        assert!(matches!(parse(["--help", "--frobnicate"]), Ok(None)));
+    }
 }

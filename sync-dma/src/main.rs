@@ -61,8 +61,7 @@ macro_rules! fail {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match run(&args) {
+    match run() {
         Ok(code) => std::process::exit(code),
         Err(f) => {
             eprintln!("sync-dma: {}", f.message);
@@ -71,8 +70,8 @@ fn main() {
     }
 }
 
-fn run(args: &[String]) -> Result<i32> {
-    let Some((command, opts)) = cli::parse(args)? else {
+fn run() -> Result<i32> {
+    let Some((command, opts)) = cli::parse(std::env::args_os().skip(1))? else {
         return Ok(0);
     };
     match command {
