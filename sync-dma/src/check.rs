@@ -4,6 +4,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+use serde::Serialize;
+
 use crate::changelog;
 use crate::cli::Options;
 use crate::fingerprint::{self, ApiItem, Fingerprint};
@@ -103,21 +105,6 @@ fn copy_states(
         }
     }
     Ok(out)
-}
-
-fn json_str(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 /// How one kernel tree compares with the manifest's record of its series.
@@ -232,19 +219,56 @@ impl KernelCheck {
     }
 
     /// The JSON object about this kernel.
-    fn json(&self) -> String {
-        format!(
-            "{{\"series\":\"{}\",\"kernel\":{},\"recorded\":{},\"unchecked\":[{}]}}",
-            self.tree.series,
-            json_str(&self.tree.name()),
-            self.recorded.as_deref().map_or("null".into(), json_str),
-            self.unchecked
-                .iter()
-                .map(|k| json_str(k))
-                .collect::<Vec<_>>()
-                .join(",")
-        )
+    fn json(&self) -> KernelJson<'_> {
+        KernelJson {
+            series: self.tree.series.to_string(),
+            kernel: self.tree.name(),
+            recorded: self.recorded.as_deref(),
+            unchecked: &self.unchecked,
+        }
     }
+}
+
+/// `--check --json`'s report, one object on one line; the fields in this order.
+#[derive(Serialize)]
+struct Report<'a> {
+    exit: i32,
+    /// The template's files that changed since the manifest was written.
+    template_changed: Vec<&'a String>,
+    /// The copies that drifted; those in step are left out.
+    copies: Vec<CopyJson<'a>>,
+    kernels: Vec<KernelJson<'a>>,
+    /// The C API changes of every kernel.
+    api: Vec<ApiJson<'a>>,
+}
+
+/// A copy that drifted.
+#[derive(Serialize)]
+struct CopyJson<'a> {
+    driver: &'a str,
+    file: &'a str,
+    edited: Option<&'static str>,
+    template_ahead: bool,
+}
+
+/// How one kernel tree compares with the manifest's record of its series.
+#[derive(Serialize)]
+struct KernelJson<'a> {
+    series: String,
+    kernel: String,
+    recorded: Option<&'a str>,
+    unchecked: &'a BTreeSet<String>,
+}
+
+/// One C API change of one kernel.
+#[derive(Serialize)]
+struct ApiJson<'a> {
+    series: String,
+    symbol: &'a str,
+    change: &'static str,
+    class: &'static str,
+    old: Option<&'a str>,
+    new: Option<&'a str>,
 }
 
 pub(crate) fn check(opts: &Options) -> Result<i32> {
@@ -280,40 +304,36 @@ pub(crate) fn check(opts: &Options) -> Result<i32> {
     }
 
     if opts.json {
-        let copies_json: Vec<String> = copies
-            .iter()
-            .filter(|c| c.edited.is_some() || c.behind)
-            .map(|c| {
-                format!(
-                    "{{\"driver\":{},\"file\":{},\"edited\":{},\"template_ahead\":{}}}",
-                    json_str(&c.dir),
-                    json_str(&c.file),
-                    c.edited.map_or("null".to_string(), json_str),
-                    c.behind
-                )
-            })
-            .collect();
-        let api_json: Vec<String> = kernels
-            .iter()
-            .flat_map(|k| k.changes.iter().map(move |c| (k.tree.series, c)))
-            .map(|(series, c)| {
-                format!(
-                    "{{\"series\":\"{series}\",\"symbol\":{},\"change\":\"{}\",\"class\":\"{}\",\"old\":{},\"new\":{}}}",
-                    json_str(&c.key),
-                    c.change,
-                    if c.breaking { "breaking" } else { "additive" },
-                    c.old.as_deref().map_or("null".into(), json_str),
-                    c.new.as_deref().map_or("null".into(), json_str)
-                )
-            })
-            .collect();
-        println!(
-            "{{\"exit\":{code},\"template_changed\":[{}],\"copies\":[{}],\"kernels\":[{}],\"api\":[{}]}}",
-            template_moved.iter().map(|f| json_str(f)).collect::<Vec<_>>().join(","),
-            copies_json.join(","),
-            kernels.iter().map(KernelCheck::json).collect::<Vec<_>>().join(","),
-            api_json.join(",")
-        );
+        let report = Report {
+            exit: code,
+            template_changed: template_moved,
+            copies: copies
+                .iter()
+                .filter(|c| c.edited.is_some() || c.behind)
+                .map(|c| CopyJson {
+                    driver: &c.dir,
+                    file: &c.file,
+                    edited: c.edited,
+                    template_ahead: c.behind,
+                })
+                .collect(),
+            kernels: kernels.iter().map(KernelCheck::json).collect(),
+            api: kernels
+                .iter()
+                .flat_map(|k| k.changes.iter().map(move |c| (k.tree.series, c)))
+                .map(|(series, c)| ApiJson {
+                    series: series.to_string(),
+                    symbol: &c.key,
+                    change: c.change,
+                    class: if c.breaking { "breaking" } else { "additive" },
+                    old: c.old.as_deref(),
+                    new: c.new.as_deref(),
+                })
+                .collect(),
+        };
+        let json = serde_json::to_string(&report)
+            .map_err(|e| fail!(exit::BAD_INPUT, "cannot write the JSON report: {e}"))?;
+        println!("{json}");
         return Ok(code);
     }
 

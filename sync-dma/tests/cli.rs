@@ -337,6 +337,20 @@ fn mutated_headers_are_reported_or_ignored_as_they_should_be() {
         ),
         "{json}"
     );
+    // The same, read as JSON: one object, the change of the one kernel in `api`.
+    let report: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(report["exit"], 16, "{json}");
+    assert_eq!(report["kernels"][0]["series"], "7.3", "{json}");
+    let api = report["api"].as_array().unwrap();
+    assert_eq!(api.len(), 1, "{json}");
+    assert_eq!(
+        (&api[0]["series"], &api[0]["new"]),
+        (
+            &"7.3".into(),
+            &"void *dma_alloc_attrs(struct device *, size_t, dma_addr_t *, unsigned int, unsigned long)".into()
+        ),
+        "{json}"
+    );
     restore("include/linux/dma-mapping.h");
 
     // A DMA_ATTR_* value changed: breaking, compared by value.
