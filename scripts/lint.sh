@@ -13,7 +13,8 @@ fail() {
 	failed=1
 }
 
-shellcheck -x -S warning scripts/*.sh .ci/run harness/guest/*.sh harness/guest/scenarios/*/*.sh || fail "shellcheck"
+shellcheck -x -S warning scripts/*.sh .ci/run harness/guest/*.sh harness/guest/scenarios/*/*.sh \
+	harness/guest/bench/*/*.sh harness/guest/demo/*.sh || fail "shellcheck"
 
 kernel_rust=(template/src/*.rs modules/*/*.rs drivers/*/src/*.rs)
 rustfmt --check --edition 2021 --config-path "$KSRC/.rustfmt.toml" "${kernel_rust[@]}" >/dev/null ||

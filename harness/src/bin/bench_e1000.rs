@@ -66,14 +66,12 @@ const VARIANTS: [Variant; 3] = [
     ),
 ];
 
-/// What both VMs' scripts start with: their two NICs by PCI address (sorted: the NIC on link `a`
-/// first), and a way to bring one up.
-const NICS: &str = r#"
-set -- $(pci_functions 0x8086:0x100e)
-nic_a=$1 nic_b=$2
-# up PCI ADDRESS: brings the NIC's interface up with ADDRESS/24.
-up() { dev=$(iface_of "$1") && ip link set "$dev" up && ip addr add "$2/24" dev "$dev"; }
-"#;
+/// What both VMs' scripts start with: their two NICs, and a way to bring one up.
+const NICS: &str = include_str!("../../guest/bench/e1000/nics.sh");
+/// The DUT's part: e1000_rs and the C e1000 taking turns.
+const DUT_SCRIPT: &str = include_str!("../../guest/bench/e1000/dut.sh");
+/// The peer's part: the C e1000, the other end of every transfer.
+const PEER_SCRIPT: &str = include_str!("../../guest/bench/e1000/peer.sh");
 
 fn dut_script(variants: &[Variant], rounds: u32, turns: u32, count: bool) -> String {
     let variants: String = variants
@@ -81,122 +79,18 @@ fn dut_script(variants: &[Variant], rounds: u32, turns: u32, count: bool) -> Str
         .map(|(name, params, _)| format!("{name}:{} ", params.replace(' ', ",")))
         .collect();
     format!(
-        r#"{NICS}
-dd if=/dev/urandom of=/tmp/data bs=1M count={chunk} 2>/dev/null
-insmod /modules/e1000.ko
-# With instruction counting, `mark` records the count before and after each measurement.
-marks=0
-measure_mark() {{ if [ {count} = true ]; then mark; marks=$((marks + 1)); fi; }}
-# Transfers so far on each link, to find the peer's report of each.
-sent_a=0 sent_b=0
-# bind SLOTS NAME PARAMS: e1000_rs (with PARAMS, commas for spaces) on the first|second NIC, the
-# C e1000 on the other, both up; for the control, the C e1000 on both. Like the C driver, e1000_rs
-# stays loaded while its parameters stay the same: both are only unbound and probed again.
-loaded=none
-bind() {{
-    for a in $nic_a $nic_b; do
-        [ -e /sys/bus/pci/devices/$a/driver ] && echo $a >/sys/bus/pci/devices/$a/driver/unbind
-    done
-    if [ $1 = first ]; then rs_nic=$nic_a c_nic=$nic_b; else rs_nic=$nic_b c_nic=$nic_a; fi
-    echo e1000 >/sys/bus/pci/devices/$c_nic/driver_override
-    if [ $2 = control ]; then
-        echo e1000 >/sys/bus/pci/devices/$rs_nic/driver_override
-        echo $rs_nic >/sys/bus/pci/drivers_probe
-    else
-        echo e1000_rs >/sys/bus/pci/devices/$rs_nic/driver_override
-        if [ "$loaded" = "$3" ]; then
-            echo $rs_nic >/sys/bus/pci/drivers_probe
-        else
-            [ -d /sys/module/e1000_rs ] && rmmod e1000_rs
-            insmod /modules/e1000_rs.ko $(echo "$3" | tr , ' ') || return 1
-            loaded=$3
-        fi
-    fi
-    echo $c_nic >/sys/bus/pci/drivers_probe
-    wait_for 10 iface_of $nic_a && wait_for 10 iface_of $nic_b || return 1
-    up $nic_a 10.0.0.1 && up $nic_b 10.0.1.1 || return 1
-    wait_for 30 ping -c 1 -W 1 10.0.0.2 && wait_for 30 ping -c 1 -W 1 10.0.1.2
-}}
-# measure KEY LINK: one turn on LINK (a|b): pings, a transfer to the peer, one back.
-measure() {{
-    if [ $2 = a ]; then peer=10.0.0.2 port=6001 back=6002 n=$sent_a; sent_a=$((sent_a + 1))
-    else peer=10.0.1.2 port=6003 back=6004 n=$sent_b; sent_b=$((sent_b + 1)); fi
-    measure_mark
-    rtt=$(ping -c {pings} -i 0.01 $peer | sed -n 's|.*min/avg/max = [0-9.]*/\([0-9.]*\)/.*|\1|p')
-    measure_mark
-    diag "$1.rtt_ms=$rtt"
-    diag "$1.ping_mark=$marks"
-    diag "$1.transfer=$2.$n"
-    measure_mark
-    netpipe send $peer $port </tmp/data 2>/dev/null
-    measure_mark
-    diag "$1.tx_mark=$marks"
-    measure_mark
-    rx=$(netpipe recv $back 2>&1 >/dev/null)
-    measure_mark
-    diag "$1.rx=$rx"
-    diag "$1.rx_mark=$marks"
-}}
-# The last check fails when a round could not bring the NICs up.
-all_up=true
-round=0
-while [ $round -lt {rounds} ]; do
-    if [ $((round / 2 % 2)) = 0 ]; then slots=first; else slots=second; fi
-    for variant in {variants}; do
-        name=${{variant%%:*}}
-        bind $slots $name "${{variant#*:}}" || {{
-            diag "round$round.$name: the NICs did not come up"; all_up=false; break 2; }}
-        if [ $slots = first ]; then link_rs=a link_c=b; else link_rs=b link_c=a; fi
-        # Both links at the same moments: requests alternate between the two peers.
-        if [ {count} = false ]; then
-            diag "round$round.$name.pair=$(pingpair 10.0.0.2 10.0.1.2 {pairs} 10)"
-            diag "round$round.$name.rs_link=$link_rs"
-        fi
-        turn=0
-        while [ $turn -lt {turns} ]; do
-            # ABBA: who goes first alternates every turn, and every round.
-            if [ $(((round + turn) % 2)) = 0 ]; then order="c $name"; else order="$name c"; fi
-            for who in $order; do
-                if [ $who = c ]; then link=$link_c; else link=$link_rs; fi
-                measure "round$round.$name.$who.turn$turn" $link
-            done
-            turn=$((turn + 1))
-        done
-    done
-    round=$((round + 1))
-done
-check benchmark-done $all_up
-"#,
-        chunk = MIB / turns,
-        pings = PINGS / turns,
-        pairs = PINGS,
+        "export ROUNDS={rounds} TURNS={turns} CHUNK_MIB={} PINGS={} PAIRS={PINGS} COUNT={count} \
+         VARIANTS='{variants}'\n{NICS}{DUT_SCRIPT}",
+        MIB / turns,
+        PINGS / turns,
     )
 }
 
 fn peer_script(variants: usize, rounds: u32, turns: u32) -> String {
-    let per_link = rounds * variants as u32 * turns;
     format!(
-        r#"{NICS}
-dd if=/dev/urandom of=/tmp/data bs=1M count={chunk} 2>/dev/null
-insmod /modules/e1000.ko
-wait_for 10 iface_of $nic_a && wait_for 10 iface_of $nic_b
-up $nic_a 10.0.0.2 && up $nic_b 10.0.1.2
-# serve LINK PORT DUT BACK: on LINK, receive each transfer from the DUT and send one back.
-serve() {{
-    n=0
-    while [ $n -lt {per_link} ]; do
-        tx=$(netpipe recv $2 2>&1 >/dev/null)
-        diag "$1.$n.tx=$tx"
-        netpipe send $3 $4 </tmp/data 2>/dev/null
-        n=$((n + 1))
-    done
-}}
-serve a 6001 10.0.0.1 6002 &
-serve b 6003 10.0.1.1 6004 &
-wait
-check benchmark-done true
-"#,
-        chunk = MIB / turns,
+        "export CHUNK_MIB={} PER_LINK={}\n{NICS}{PEER_SCRIPT}",
+        MIB / turns,
+        rounds * variants as u32 * turns,
     )
 }
 
