@@ -4,7 +4,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::cli::Options;
-use crate::repo::git;
+use crate::git::git;
 use crate::{exit, fail, Result, API_LIST, VENDORED};
 
 /// Times `--check` over `N` generated drivers in a scratch repository.

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::check::{api_changes, ApiChange};
+use crate::fingerprint::{api_changes, ApiChange};
 use crate::manifest::{sha256_hex, KernelRecord, Manifest};
 use crate::tree::Series;
 use crate::wrapper_api::{self, ApiDiff};

@@ -8,44 +8,11 @@ use serde::Serialize;
 
 use crate::changelog;
 use crate::cli::Options;
-use crate::fingerprint::{self, ApiItem, Fingerprint};
+use crate::fingerprint::{self, api_changes, ApiChange, ApiItem};
 use crate::manifest::{git_blob_id, sha256_hex, Manifest};
 use crate::repo::{copy_dirs, locate_trees, read_template, rust_src_hint};
 use crate::tree::{KernelTree, Series};
 use crate::{exit, fail, Result, API_LIST, MANIFEST, VENDORED};
-
-/// A C API difference between the manifest and a tree.
-#[derive(Debug, Clone)]
-pub(crate) struct ApiChange {
-    pub(crate) key: String,
-    pub(crate) change: &'static str,
-    pub(crate) breaking: bool,
-    pub(crate) old: Option<String>,
-    pub(crate) new: Option<String>,
-}
-
-pub(crate) fn api_changes(old: &Fingerprint, new: &Fingerprint) -> Vec<ApiChange> {
-    let keys: BTreeSet<&String> = old.keys().chain(new.keys()).collect();
-    let mut out = Vec::new();
-    for key in keys {
-        let (o, n) = (old.get(key), new.get(key));
-        let (change, used) = match (o, n) {
-            (Some(o), Some(n)) if o.value == n.value => continue,
-            (Some(o), Some(n)) => ("changed", o.used || n.used),
-            (Some(o), None) => ("removed", o.used),
-            (None, Some(_)) => ("added", false),
-            (None, None) => continue,
-        };
-        out.push(ApiChange {
-            key: key.clone(),
-            change,
-            breaking: used,
-            old: o.map(|s| s.value.clone()),
-            new: n.map(|s| s.value.clone()),
-        });
-    }
-    out
-}
 
 /// How [`CopyState::edited`] says that a copy was never recorded.
 const NOT_IN_MANIFEST: &str = "not in the manifest";
@@ -377,7 +344,7 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
-    use crate::fingerprint::Symbol;
+    use crate::fingerprint::{Fingerprint, Symbol};
     use crate::manifest::KernelRecord;
     use crate::repo::kernel_record;
 

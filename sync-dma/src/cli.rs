@@ -5,7 +5,7 @@ use std::io::Read;
 use std::path::PathBuf;
 
 use crate::changelog::Message;
-use crate::repo::git_toplevel;
+use crate::git::git_toplevel;
 use crate::{exit, fail, Result};
 
 const USAGE: &str = "\

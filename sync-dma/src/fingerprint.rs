@@ -264,3 +264,36 @@ fn layout(src: &Path, item: &ApiItem) -> Result<Option<String>> {
         cheader::normalize_ws(first_type)
     )))
 }
+
+/// A C API difference between the manifest and a tree.
+#[derive(Debug, Clone)]
+pub(crate) struct ApiChange {
+    pub(crate) key: String,
+    pub(crate) change: &'static str,
+    pub(crate) breaking: bool,
+    pub(crate) old: Option<String>,
+    pub(crate) new: Option<String>,
+}
+
+pub(crate) fn api_changes(old: &Fingerprint, new: &Fingerprint) -> Vec<ApiChange> {
+    let keys: BTreeSet<&String> = old.keys().chain(new.keys()).collect();
+    let mut out = Vec::new();
+    for key in keys {
+        let (o, n) = (old.get(key), new.get(key));
+        let (change, used) = match (o, n) {
+            (Some(o), Some(n)) if o.value == n.value => continue,
+            (Some(o), Some(n)) => ("changed", o.used || n.used),
+            (Some(o), None) => ("removed", o.used),
+            (None, Some(_)) => ("added", false),
+            (None, None) => continue,
+        };
+        out.push(ApiChange {
+            key: key.clone(),
+            change,
+            breaking: used,
+            old: o.map(|s| s.value.clone()),
+            new: n.map(|s| s.value.clone()),
+        });
+    }
+    out
+}

@@ -8,6 +8,7 @@ mod cheader;
 mod check;
 mod cli;
 mod fingerprint;
+mod git;
 mod manifest;
 mod repo;
 mod tree;

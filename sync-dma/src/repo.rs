@@ -1,25 +1,14 @@
-//! What the commands share: the repository's template and copies, git, and the kernel trees given.
+//! What the commands share: the repository's template and copies, and the kernel trees given.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 use crate::cli::Options;
 use crate::fingerprint::{self, ApiItem};
+use crate::git::git;
 use crate::manifest::{KernelRecord, Manifest};
 use crate::tree::KernelTree;
 use crate::{exit, fail, Result, VENDORED};
-
-pub(crate) fn git_toplevel() -> Result<PathBuf> {
-    let out = Command::new("git")
-        .args(["rev-parse", "--show-toplevel"])
-        .output()
-        .map_err(|e| fail!(exit::BAD_INPUT, "cannot run git: {e}"))?;
-    if !out.status.success() {
-        return Err(fail!(exit::BAD_INPUT, "not in a git checkout: pass --root"));
-    }
-    Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
-}
 
 pub(crate) fn read_file(path: &Path) -> Result<Vec<u8>> {
     std::fs::read(path).map_err(|e| fail!(exit::BAD_INPUT, "cannot read {}: {e}", path.display()))
@@ -111,22 +100,4 @@ pub(crate) fn store_blobs(root: &Path) -> Result<()> {
         git(root, &["hash-object", "-w", &format!("template/{file}")])?;
     }
     Ok(())
-}
-
-pub(crate) fn git(root: &Path, args: &[&str]) -> Result<Vec<u8>> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(root)
-        .args(args)
-        .output()
-        .map_err(|e| fail!(exit::BAD_INPUT, "cannot run git: {e}"))?;
-    if !out.status.success() {
-        return Err(fail!(
-            exit::BAD_INPUT,
-            "git {} failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    Ok(out.stdout)
 }

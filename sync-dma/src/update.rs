@@ -9,10 +9,9 @@ use std::process::Command;
 use crate::changelog::{self, UpdateReport, WrapperApi, WrittenCopy};
 use crate::cli::Options;
 use crate::fingerprint;
+use crate::git::git;
 use crate::manifest::{git_blob_id, sha256_hex, CopyRecord, KernelRecord, Manifest};
-use crate::repo::{
-    copy_dirs, git, kernel_record, locate_trees, read_file, read_template, store_blobs,
-};
+use crate::repo::{copy_dirs, kernel_record, locate_trees, read_file, read_template, store_blobs};
 use crate::tree::Series;
 use crate::wrapper_api;
 use crate::{exit, fail, Result, API_LIST, MANIFEST, VENDORED, WRAPPER};
