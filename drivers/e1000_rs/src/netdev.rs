@@ -2,8 +2,8 @@
 
 //! The driver's own thin netdev layer: the kernel crate has no `net_device` abstraction, so this
 //! wraps `netdev_shim.c` (one-line wrappers of what Rust cannot call, and the offsets of two fields
-//! bindgen leaves opaque) in owned types, and receives the `net_device_ops` callbacks, which it
-//! hands to the adapter in `driver.rs`.
+//! bindgen leaves opaque) in owned types. The `net_device_ops` callbacks and the NAPI poll go to
+//! an [`Interface`], which the driver implements and exports with [`net_device_ops!`].
 
 use core::{
     ptr::NonNull,
@@ -16,7 +16,7 @@ use kernel::{
     prelude::*,
 };
 
-use crate::E1000;
+use crate::skb::Skb;
 
 /// Opaque C types of the shim.
 #[repr(C)]
@@ -36,7 +36,8 @@ pub(crate) struct AddrList {
     _opaque: [u8; 0],
 }
 
-/// The counters reported through `ndo_get_stats64`; the layout of `struct e1000_rs_stats`.
+/// The counters reported through `ndo_get_stats64`; the layout of `struct e1000_rs_stats` in
+/// `netdev_shim.h`, which asserts the same size.
 #[repr(C)]
 #[derive(Default, Clone, Copy, Debug)]
 pub(crate) struct Stats {
@@ -51,6 +52,23 @@ pub(crate) struct Stats {
     pub(crate) rx_crc_errors: u64,
     pub(crate) rx_missed_errors: u64,
 }
+// `netdev_shim.h` asserts the same: a field added on one side only fails to build.
+const _: () = assert!(core::mem::size_of::<Stats>() == 10 * core::mem::size_of::<u64>());
+
+/// The offloads and filters the interface offers the stack, as `NETIF_F_*` features and
+/// `IFF_UNICAST_FLT`.
+pub(crate) struct Features {
+    /// Checksums of any protocol at offsets the stack gives (`NETIF_F_HW_CSUM`).
+    pub(crate) hw_checksum: bool,
+    /// Frames in page fragments (`NETIF_F_SG`).
+    pub(crate) scatter_gather: bool,
+    /// TCP/IPv4 segmentation (`NETIF_F_TSO`).
+    pub(crate) tcp_segmentation: bool,
+    /// Received frames with their checksum (`NETIF_F_RXCSUM`).
+    pub(crate) rx_checksum: bool,
+    /// Secondary unicast addresses filtered by the hardware (`IFF_UNICAST_FLT`).
+    pub(crate) unicast_filter: bool,
+}
 
 extern "C" {
     /// Where the private area (`netdev_priv`) starts in a `net_device`: the hot paths find it
@@ -59,7 +77,14 @@ extern "C" {
     /// Where the adapter pointer lies in the private area, after the NAPI context that starts it
     /// (which `netdev_shim.c` asserts). A `const` in C, never written.
     static e1000_rs_adapter_offset: usize;
-    fn e1000_rs_alloc_netdev(parent: *mut c_void) -> *mut NetDevice;
+    fn e1000_rs_alloc_netdev(
+        parent: *mut c_void,
+        hw_checksum: bool,
+        scatter_gather: bool,
+        tcp_segmentation: bool,
+        rx_checksum: bool,
+        unicast_filter: bool,
+    ) -> *mut NetDevice;
     fn e1000_rs_set_adapter(dev: *mut NetDevice, adapter: *mut c_void);
     fn e1000_rs_register(dev: *mut NetDevice) -> c_int;
     fn e1000_rs_unregister(dev: *mut NetDevice);
@@ -87,17 +112,8 @@ extern "C" {
     fn e1000_rs_napi_schedule(napi: *mut NapiStruct);
     fn e1000_rs_napi_complete_done(napi: *mut NapiStruct, work_done: c_int) -> bool;
     fn e1000_rs_rx_checksum_enabled(dev: *mut NetDevice) -> bool;
-    fn e1000_rs_skb_checksum_complete(skb: *mut bindings::sk_buff, checksum: u32);
-    fn e1000_rs_skb_reserve(skb: *mut bindings::sk_buff, length: c_uint);
     fn e1000_rs_receive(napi: *mut NapiStruct, skb: *mut bindings::sk_buff);
-    fn e1000_rs_free_skb(skb: *mut bindings::sk_buff);
     fn e1000_rs_set_stats(stats: *mut LinkStats64, counters: *const Stats);
-    fn e1000_rs_skb_checksum_help(skb: *mut bindings::sk_buff) -> c_int;
-    fn e1000_rs_skb_frag_address(skb: *mut bindings::sk_buff, i: c_uint) -> *mut c_void;
-    fn e1000_rs_skb_cow_head(skb: *mut bindings::sk_buff) -> c_int;
-    fn e1000_rs_skb_network_offset(skb: *mut bindings::sk_buff) -> c_uint;
-    fn e1000_rs_skb_transport_offset(skb: *mut bindings::sk_buff) -> c_uint;
-    fn e1000_rs_tcp_hdrlen(skb: *mut bindings::sk_buff) -> c_uint;
 }
 
 /// `enum netdev_tx` values (bindgen does not see `netdevice.h`; the shim asserts them at build
@@ -201,12 +217,22 @@ unsafe impl Send for NetDev {}
 unsafe impl Sync for NetDev {}
 
 impl NetDev {
-    /// Allocates an Ethernet `net_device` for the PCI device `parent`, with the driver's callbacks.
-    pub(crate) fn alloc(parent: &kernel::device::Device) -> Result<Self> {
+    /// Allocates an Ethernet `net_device` for the PCI device `parent`, with the driver's callbacks
+    /// and `features`.
+    pub(crate) fn alloc(parent: &kernel::device::Device, features: &Features) -> Result<Self> {
         // A `Device` is transparent over the C `struct device` (as in dma_local).
         let parent = core::ptr::from_ref(parent).cast_mut().cast::<c_void>();
         // SAFETY: `parent` is a valid device.
-        let raw = unsafe { e1000_rs_alloc_netdev(parent) };
+        let raw = unsafe {
+            e1000_rs_alloc_netdev(
+                parent,
+                features.hw_checksum,
+                features.scatter_gather,
+                features.tcp_segmentation,
+                features.rx_checksum,
+                features.unicast_filter,
+            )
+        };
         // INVARIANT: just allocated, not registered.
         Ok(Self {
             raw: NonNull::new(raw).ok_or(ENOMEM)?,
@@ -222,8 +248,9 @@ impl NetDev {
     ///
     /// # Safety
     ///
-    /// `adapter` stays valid, and pinned, until the `net_device` is unregistered and its IRQ freed.
-    pub(crate) unsafe fn set_adapter(&self, adapter: *const E1000<'_>) {
+    /// `adapter` stays valid, and pinned, until the `net_device` is unregistered and its IRQ freed,
+    /// and the callbacks [`net_device_ops!`] exported are those of `A`.
+    pub(crate) unsafe fn set_adapter<A: Interface>(&self, adapter: *const A) {
         // SAFETY: `raw` is valid (type invariant).
         unsafe { e1000_rs_set_adapter(self.raw(), adapter.cast_mut().cast()) };
     }
@@ -410,7 +437,8 @@ impl Napi {
         // SAFETY: The context belongs to a live `net_device`, and its poll is running (safety
         // requirement). `NapiStruct` is the C `struct napi_struct`.
         let raw = unsafe { bindings::napi_alloc_skb(self.0.cast(), length) };
-        NonNull::new(raw).map(Skb)
+        // SAFETY: A fresh skb, ours, or null.
+        unsafe { Skb::from_raw(raw) }
     }
 
     /// Passes a received frame to the stack.
@@ -421,365 +449,33 @@ impl Napi {
     }
 }
 
-/// IPv4 header: byte offsets of the fields TSO touches, and its least length.
-const IPV4_TOTAL_LENGTH: usize = 2;
-const IPV4_CHECKSUM: usize = 10;
-const IPV4_SOURCE: usize = 12;
-const IPV4_DESTINATION: usize = 16;
-const IPV4_HEADER_MIN: u32 = 20;
-/// TCP header: byte offset of the checksum.
-const TCP_CHECKSUM: usize = 16;
-const IPPROTO_TCP: u8 = 6;
-
-/// Where a segmentation offload frame's headers are, for the hardware's context descriptor.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Tso {
-    /// Offset of the IPv4 header.
-    pub(crate) ip_start: u8,
-    /// Offset of the TCP header.
-    pub(crate) tcp_start: u8,
-    /// Length of all headers, repeated in every segment.
-    pub(crate) header_len: u8,
-    /// Payload bytes per segment.
-    pub(crate) mss: u16,
-    /// Payload bytes in all.
-    pub(crate) payload_len: u32,
-}
-
-/// The ones' complement sum, folded to 16 bits, of an IPv4 pseudo-header with a zero length.
-fn pseudo_header_sum(source: [u8; 4], destination: [u8; 4], protocol: u8) -> u16 {
-    let word = |b: [u8; 4], i: usize| u32::from(u16::from_be_bytes([b[i], b[i + 1]]));
-    let mut sum = word(source, 0)
-        + word(source, 2)
-        + word(destination, 0)
-        + word(destination, 2)
-        + u32::from(protocol);
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    sum as u16
-}
-
-/// An owned socket buffer, freed on drop.
-pub(crate) struct Skb(NonNull<bindings::sk_buff>);
-
-// SAFETY: An skb may be freed or handed on from any thread.
-unsafe impl Send for Skb {}
-
-impl Skb {
-    /// Takes ownership of `raw`.
-    ///
-    /// # Safety
-    ///
-    /// `raw` is a valid skb whose ownership passes to the returned value.
-    pub(crate) unsafe fn from_raw(raw: *mut bindings::sk_buff) -> Option<Self> {
-        NonNull::new(raw).map(Skb)
-    }
-
-    /// Gives ownership back.
-    pub(crate) fn into_raw(self) -> *mut bindings::sk_buff {
-        let raw = self.0.as_ptr();
-        core::mem::forget(self);
-        raw
-    }
-
-    /// The skb's header fields (the `headers` group of `struct sk_buff`).
-    #[inline]
-    fn headers(&self) -> &bindings::sk_buff__bindgen_ty_4__bindgen_ty_1 {
-        // SAFETY: `self.0` is a valid skb that this value owns. The group is one of two views of
-        // the same fields, both always valid.
-        unsafe {
-            (*self.0.as_ptr())
-                .__bindgen_anon_4
-                .__bindgen_anon_1
-                .as_ref()
-        }
-    }
-
-    /// Its `skb_shared_info`: fragments and segmentation offload. A raw pointer, read field by
-    /// field: a clone's shared info is the original's, whose `dataref` other CPUs change.
-    #[inline]
-    fn shared_info(&self) -> *const bindings::skb_shared_info {
-        let skb = self.0.as_ptr();
-        // SAFETY: `self.0` is a valid skb that this value owns. On 64-bit kernels `end` is an
-        // offset from `head` (the type below says so: a pointer would not compile), where the
-        // shared info starts (`skb_shinfo`), inside the same buffer.
-        unsafe {
-            let end: c_uint = (*skb).end;
-            (*skb).head.add(end as usize).cast()
-        }
-    }
-
-    /// The start of its data.
-    #[inline]
-    pub(crate) fn data(&self) -> *mut u8 {
-        // SAFETY: `self.0` is a valid skb.
-        unsafe { (*self.0.as_ptr()).data }
-    }
-
-    /// Its length in bytes.
-    #[inline]
-    pub(crate) fn len(&self) -> u32 {
-        // SAFETY: `self.0` is a valid skb.
-        unsafe { (*self.0.as_ptr()).len }
-    }
-
-    /// Where the checksum the stack left to the hardware starts and where it goes, both from the
-    /// start of the frame; `None` when the stack computed it (not `CHECKSUM_PARTIAL`).
-    #[inline]
-    pub(crate) fn checksum_offload(&self) -> Option<(u32, u32)> {
-        let headers = self.headers();
-        if u32::from(headers.ip_summed()) != bindings::CHECKSUM_PARTIAL {
-            return None;
-        }
-        // SAFETY: With `CHECKSUM_PARTIAL` the union holds `csum_start` and `csum_offset`.
-        let csum = unsafe { headers.__bindgen_anon_1.__bindgen_anon_1 };
-        // SAFETY: `self.0` is a valid skb; `data` and `head` point into the same buffer.
-        let headroom = unsafe { self.data().offset_from((*self.0.as_ptr()).head) };
-        // `skb_checksum_start_offset`: `csum_start` counts from `head`, this from `data`.
-        let start = u32::from(csum.csum_start).wrapping_sub(headroom as u32);
-        Some((start, start.wrapping_add(u32::from(csum.csum_offset))))
-    }
-
-    /// Computes the checksum in software (`skb_checksum_help`), for offsets the hardware cannot
-    /// take.
-    pub(crate) fn checksum_in_software(&mut self) -> Result {
-        // SAFETY: `self.0` is a valid skb that this code owns.
-        kernel::error::to_result(unsafe { e1000_rs_skb_checksum_help(self.0.as_ptr()) })
-    }
-
-    /// The length of the linear part, at [`Skb::data`]; the rest is in page fragments
-    /// (`skb_headlen`).
-    #[inline]
-    pub(crate) fn head_len(&self) -> u32 {
-        let skb = self.0.as_ptr();
-        // SAFETY: `self.0` is a valid skb.
-        unsafe { (*skb).len - (*skb).data_len }
-    }
-
-    /// How many page fragments follow the linear part.
-    #[inline]
-    pub(crate) fn frag_count(&self) -> u32 {
-        // SAFETY: The shared info of a valid skb; `nr_frags` changes only with its owner's writes.
-        u32::from(unsafe { (*self.shared_info()).nr_frags })
-    }
-
-    /// The length of page fragment `i` (`skb_frag_size`).
-    ///
-    /// # Safety
-    ///
-    /// `i` is below [`Skb::frag_count`].
-    #[inline]
-    pub(crate) unsafe fn frag_len(&self, i: u32) -> u32 {
-        // SAFETY: The shared info of a valid skb, with more than `i` fragments (safety
-        // requirement); the stack set them before handing the skb over and leaves them alone.
-        unsafe { (*self.shared_info()).frags[i as usize].len }
-    }
-
-    /// The CPU address of page fragment `i`.
-    ///
-    /// # Safety
-    ///
-    /// `i` is below [`Skb::frag_count`].
-    pub(crate) unsafe fn frag_address(&self, i: u32) -> *mut u8 {
-        // SAFETY: `self.0` is a valid skb with more than `i` fragments (safety requirement).
-        unsafe { e1000_rs_skb_frag_address(self.0.as_ptr(), i).cast() }
-    }
-
-    /// For a TCP/IPv4 segmentation offload skb: readies its headers for the hardware, which
-    /// rewrites the IP length and both checksums in every segment, and returns where they are.
-    /// `Ok(None)` for an skb the stack did not leave to segmentation offload.
-    pub(crate) fn prepare_tso(&mut self) -> Result<Option<Tso>> {
-        let raw = self.0.as_ptr();
-        let shared = self.shared_info();
-        // SAFETY: The shared info of a valid skb; the stack set its segmentation fields before
-        // handing the skb over and leaves them alone.
-        let (mss, gso_type) = unsafe { ((*shared).gso_size, (*shared).gso_type) };
-        if mss == 0 {
-            return Ok(None);
-        }
-        if gso_type & bindings::SKB_GSO_TCPV4 as c_uint == 0 {
-            return Err(EINVAL);
-        }
-        // The headers are about to be written: make sure this skb has its own copy.
-        // SAFETY: `raw` is a valid skb that this code owns.
-        kernel::error::to_result(unsafe { e1000_rs_skb_cow_head(raw) })?;
-        // SAFETY: A valid skb with transport and network headers set (the stack sets them for GSO).
-        let (network, transport, tcp_len) = unsafe {
-            (
-                e1000_rs_skb_network_offset(raw),
-                e1000_rs_skb_transport_offset(raw),
-                e1000_rs_tcp_hdrlen(raw),
-            )
-        };
-        let header_len = transport + tcp_len;
-        if transport < network + IPV4_HEADER_MIN || header_len > self.head_len() {
-            return Err(EINVAL);
-        }
-        let tso = Tso {
-            ip_start: u8::try_from(network)?,
-            tcp_start: u8::try_from(transport)?,
-            header_len: u8::try_from(header_len)?,
-            mss,
-            payload_len: self.len() - header_len,
-        };
-        let data = self.data();
-        // SAFETY: Both headers lie within the linear part (checked above), which `skb_cow_head`
-        // made this skb's own. The hardware fills in the total length and the IP checksum of each
-        // segment, and adds the payload to the TCP checksum, which starts as the pseudo-header's
-        // sum without a length.
-        unsafe {
-            let ip = data.add(network as usize);
-            let tcp = data.add(transport as usize);
-            ip.add(IPV4_TOTAL_LENGTH).cast::<[u8; 2]>().write([0, 0]);
-            ip.add(IPV4_CHECKSUM).cast::<[u8; 2]>().write([0, 0]);
-            let source = ip.add(IPV4_SOURCE).cast::<[u8; 4]>().read();
-            let destination = ip.add(IPV4_DESTINATION).cast::<[u8; 4]>().read();
-            let pseudo = pseudo_header_sum(source, destination, IPPROTO_TCP);
-            tcp.add(TCP_CHECKSUM)
-                .cast::<[u8; 2]>()
-                .write(pseudo.to_be_bytes());
-        }
-        Ok(Some(tso))
-    }
-
-    /// Marks a received frame as checked by `checksum`, the ones' complement sum of everything
-    /// after the Ethernet header (`CHECKSUM_COMPLETE`).
-    pub(crate) fn set_checksum_complete(&mut self, checksum: u32) {
-        // SAFETY: `self.0` is a valid skb.
-        unsafe { e1000_rs_skb_checksum_complete(self.0.as_ptr(), checksum) };
-    }
-
-    /// Extends its data by `length` bytes that the device wrote.
-    pub(crate) fn put(&mut self, length: u32) {
-        // SAFETY: `self.0` is a valid skb. `skb_put` checks the room itself: past it, it BUGs
-        // rather than writes.
-        unsafe { bindings::skb_put(self.0.as_ptr(), length) };
-    }
-
-    /// Frees it as transmitted, from a NAPI poll with `budget`.
-    pub(crate) fn consume(self, budget: i32) {
-        let raw = self.into_raw();
-        // SAFETY: `raw` is a valid skb we owned.
-        unsafe { bindings::napi_consume_skb(raw, budget) };
-    }
-}
-
-impl Drop for Skb {
-    fn drop(&mut self) {
-        // SAFETY: `self.0` is a valid skb we own; freed once.
-        unsafe { e1000_rs_free_skb(self.0.as_ptr()) };
-    }
-}
-
-/// Room the stack wants in front of a received frame: `NET_SKB_PAD + NET_IP_ALIGN` (checked in
-/// `netdev_shim.c`).
-const RX_HEADROOM: usize = 64;
-
-/// `SKB_DATA_ALIGN`: a length rounded up to whole cache lines.
-const fn skb_data_align(length: usize) -> usize {
-    length.next_multiple_of(bindings::SMP_CACHE_BYTES as usize)
-}
-
-/// A receive buffer: a page fragment with the headroom, the frame, and the `skb_shared_info` that
-/// `napi_build_skb` puts at its end. The skb is built around it only once a frame arrived, so no
-/// skb waits on the ring, and its head comes from NAPI's per-CPU cache instead of the slab.
-///
-/// # Invariants
-///
-/// `frame` is `RX_HEADROOM` bytes into a page fragment of [`RxBuffer::FRAGMENT_LEN`] bytes that
-/// this value owns.
-pub(crate) struct RxBuffer {
-    frame: NonNull<u8>,
-}
-
-// SAFETY: A page fragment may be freed or handed on from any thread.
-unsafe impl Send for RxBuffer {}
-
-impl RxBuffer {
-    /// Bytes of frame a buffer holds: the longest frame the device passes, as in the C driver, not
-    /// the 2048 bytes of RCTL.BSIZE. A frame's skb is charged the whole fragment (its truesize, by
-    /// which TCP sizes its receive window), which 2048 would make about a quarter larger.
-    pub(crate) const FRAME_LEN: usize = crate::regs::MAX_FRAME_LEN as usize;
-    const FRAGMENT_LEN: usize = skb_data_align(RX_HEADROOM + Self::FRAME_LEN)
-        + skb_data_align(size_of::<bindings::skb_shared_info>());
-
-    /// Allocates a buffer (`netdev_alloc_frag`), from any context.
-    #[inline]
-    pub(crate) fn alloc() -> Option<Self> {
-        // SAFETY: No preconditions; from any context.
-        Self::at(unsafe { bindings::__netdev_alloc_frag_align(Self::FRAGMENT_LEN as u32, !0) })
-    }
-
-    /// Allocates a buffer from NAPI's per-CPU fragment cache (`napi_alloc_frag`), which spares
-    /// the bottom-half disable and enable that [`RxBuffer::alloc`] wraps around its own.
-    ///
-    /// # Safety
-    ///
-    /// The caller is a NAPI poll: bottom halves are disabled, as the cache needs.
-    #[inline]
-    pub(crate) unsafe fn alloc_in_poll() -> Option<Self> {
-        // SAFETY: In a NAPI poll (safety requirement).
-        Self::at(unsafe { bindings::__napi_alloc_frag_align(Self::FRAGMENT_LEN as u32, !0) })
-    }
-
-    /// The buffer in a fragment of `FRAGMENT_LEN` bytes just allocated, or `None` for null.
-    #[inline]
-    fn at(fragment: *mut c_void) -> Option<Self> {
-        let fragment = NonNull::new(fragment.cast::<u8>())?;
-        // SAFETY: A fragment of `FRAGMENT_LEN` bytes has room for the headroom.
-        let frame = unsafe { fragment.add(RX_HEADROOM) };
-        // INVARIANT: `frame` is `RX_HEADROOM` bytes into the fragment just allocated.
-        Some(Self { frame })
-    }
-
-    /// Where the device writes the frame, [`RxBuffer::FRAME_LEN`] bytes.
-    #[inline]
-    pub(crate) fn frame(&self) -> *mut u8 {
-        self.frame.as_ptr()
-    }
-
-    /// An skb around the first `length` bytes of the frame, or `None` (the buffer freed) when no
-    /// skb head could be allocated.
-    ///
-    /// # Safety
-    ///
-    /// `length` is at most [`RxBuffer::FRAME_LEN`], the device no longer writes the buffer, and the
-    /// caller is a NAPI poll: bottom halves are disabled, as NAPI's skb cache needs.
-    #[inline]
-    pub(crate) unsafe fn into_skb(self, length: u32) -> Option<Skb> {
-        // SAFETY: The fragment starts `RX_HEADROOM` bytes before `frame` (type invariant).
-        let fragment = unsafe { self.frame.as_ptr().sub(RX_HEADROOM) };
-        // SAFETY: A page fragment of `FRAGMENT_LEN` bytes, with room for the shared info at its end
-        // (its length says so), that the device no longer writes, in a NAPI poll (safety
-        // requirements).
-        let raw = unsafe { bindings::napi_build_skb(fragment.cast(), Self::FRAGMENT_LEN as u32) };
-        let mut skb = Skb(NonNull::new(raw)?);
-        // The skb owns the fragment now.
-        core::mem::forget(self);
-        // SAFETY: A fresh skb whose data starts at the fragment, with `RX_HEADROOM` bytes to
-        // spare.
-        unsafe { e1000_rs_skb_reserve(skb.0.as_ptr(), RX_HEADROOM as u32) };
-        // The device wrote `length` bytes, at most `FRAME_LEN` (safety requirement).
-        skb.put(length);
-        Some(skb)
-    }
-}
-
-impl Drop for RxBuffer {
-    fn drop(&mut self) {
-        // SAFETY: A page fragment this value owns (type invariant); any address inside it names it.
-        unsafe { bindings::page_frag_free(self.frame.as_ptr().cast()) };
-    }
+/// What the driver implements for its interface: the `net_device_ops` callbacks and the NAPI poll,
+/// which this layer hands it from the `net_device` they come with.
+pub(crate) trait Interface: Sync {
+    /// `ndo_open`, under the RTNL lock.
+    fn open(&self) -> Result;
+    /// `ndo_stop`, under the RTNL lock.
+    fn stop(&self);
+    /// `ndo_start_xmit`, under the queue's lock: the skb comes back when the ring is full.
+    fn xmit(&self, skb: Skb) -> core::result::Result<(), Skb>;
+    /// `ndo_get_stats64`, from any context.
+    fn stats(&self) -> Stats;
+    /// `ndo_set_mac_address`, under the RTNL lock.
+    fn set_mac_address(&self, mac: &MacAddress) -> Result;
+    /// `ndo_set_rx_mode_async`, under the RTNL lock: the receive filter for the mode, secondary
+    /// unicast `addresses` and multicast `groups`.
+    fn set_rx_mode(&self, mode: RxMode, addresses: HwAddrs<'_>, groups: HwAddrs<'_>);
+    /// The NAPI poll: the work done, at most `budget`.
+    fn poll(&self, napi: Napi, budget: i32) -> i32;
 }
 
 /// The adapter behind a `net_device` of this driver.
 ///
 /// # Safety
 ///
-/// `dev` is a `net_device` of this driver whose adapter was set and is still alive.
+/// `dev` is a `net_device` of this driver whose adapter, an `A`, was set and is still alive.
 #[inline]
-unsafe fn adapter<'a>(dev: *mut NetDevice) -> &'a E1000<'a> {
+unsafe fn adapter<'a, A: Interface>(dev: *mut NetDevice) -> &'a A {
     // SAFETY: The private area of a valid device (safety requirement) lies inside its allocation
     // at this offset, a constant, and starts with the device's NAPI context (asserted in
     // `netdev_shim.c`, registered there with `netif_napi_add`).
@@ -792,14 +488,12 @@ unsafe fn adapter<'a>(dev: *mut NetDevice) -> &'a E1000<'a> {
 ///
 /// As for [`adapter`], for the device `napi` belongs to.
 #[inline]
-unsafe fn napi_adapter<'a>(napi: *mut NapiStruct) -> &'a E1000<'a> {
+unsafe fn napi_adapter<'a, A: Interface>(napi: *mut NapiStruct) -> &'a A {
     // SAFETY: The NAPI context starts the private area (`struct e1000_rs_priv`), which holds the
-    // adapter pointer, aligned, at this constant offset; the pointer was set to an adapter still
+    // adapter pointer, aligned, at this constant offset; the pointer was set to an `A` still
     // alive (safety requirements).
     unsafe {
-        let pointer = napi
-            .byte_add(e1000_rs_adapter_offset)
-            .cast::<*const E1000<'a>>();
+        let pointer = napi.byte_add(e1000_rs_adapter_offset).cast::<*const A>();
         &*pointer.read()
     }
 }
@@ -808,11 +502,11 @@ unsafe fn napi_adapter<'a>(napi: *mut NapiStruct) -> &'a E1000<'a> {
 ///
 /// # Safety
 ///
-/// Called by the networking stack with one of this driver's registered devices.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn e1000_rs_open(dev: *mut NetDevice) -> c_int {
+/// Called by the networking stack with one of this driver's registered devices, whose adapter is
+/// an `A` (see [`net_device_ops!`]).
+pub(crate) unsafe fn open<A: Interface>(dev: *mut NetDevice) -> c_int {
     // SAFETY: A registered device of this driver has its adapter set until it is unregistered.
-    match unsafe { adapter(dev) }.open() {
+    match unsafe { adapter::<A>(dev) }.open() {
         Ok(()) => 0,
         Err(e) => e.to_errno(),
     }
@@ -822,11 +516,10 @@ pub(crate) unsafe extern "C" fn e1000_rs_open(dev: *mut NetDevice) -> c_int {
 ///
 /// # Safety
 ///
-/// As for [`e1000_rs_open`].
-#[no_mangle]
-pub(crate) unsafe extern "C" fn e1000_rs_stop(dev: *mut NetDevice) -> c_int {
-    // SAFETY: As in `e1000_rs_open`.
-    unsafe { adapter(dev) }.stop();
+/// As for [`open`].
+pub(crate) unsafe fn stop<A: Interface>(dev: *mut NetDevice) -> c_int {
+    // SAFETY: As in `open`.
+    unsafe { adapter::<A>(dev) }.stop();
     0
 }
 
@@ -834,9 +527,8 @@ pub(crate) unsafe extern "C" fn e1000_rs_stop(dev: *mut NetDevice) -> c_int {
 ///
 /// # Safety
 ///
-/// As for [`e1000_rs_open`]; `skb` is a valid skb whose ownership passes to the driver.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn e1000_rs_start_xmit(
+/// As for [`open`]; `skb` is a valid skb whose ownership passes to the driver.
+pub(crate) unsafe fn start_xmit<A: Interface>(
     skb: *mut bindings::sk_buff,
     dev: *mut NetDevice,
 ) -> c_int {
@@ -844,8 +536,8 @@ pub(crate) unsafe extern "C" fn e1000_rs_start_xmit(
     let Some(skb) = (unsafe { Skb::from_raw(skb) }) else {
         return NETDEV_TX_OK;
     };
-    // SAFETY: As in `e1000_rs_open`.
-    match unsafe { adapter(dev) }.xmit(skb) {
+    // SAFETY: As in `open`.
+    match unsafe { adapter::<A>(dev) }.xmit(skb) {
         Ok(()) => NETDEV_TX_OK,
         Err(skb) => {
             // The stack keeps the skb and retries it.
@@ -859,11 +551,10 @@ pub(crate) unsafe extern "C" fn e1000_rs_start_xmit(
 ///
 /// # Safety
 ///
-/// As for [`e1000_rs_open`]; `stats` is a valid, zeroed `rtnl_link_stats64`.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn e1000_rs_get_stats64(dev: *mut NetDevice, stats: *mut LinkStats64) {
-    // SAFETY: As in `e1000_rs_open`.
-    let counters = unsafe { adapter(dev) }.stats();
+/// As for [`open`]; `stats` is a valid, zeroed `rtnl_link_stats64`.
+pub(crate) unsafe fn get_stats64<A: Interface>(dev: *mut NetDevice, stats: *mut LinkStats64) {
+    // SAFETY: As in `open`.
+    let counters = unsafe { adapter::<A>(dev) }.stats();
     // SAFETY: `stats` is valid by the safety requirements.
     unsafe { e1000_rs_set_stats(stats, &counters) };
 }
@@ -872,17 +563,16 @@ pub(crate) unsafe extern "C" fn e1000_rs_get_stats64(dev: *mut NetDevice, stats:
 ///
 /// # Safety
 ///
-/// As for [`e1000_rs_open`]; `addr` is a valid `struct sockaddr`.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn e1000_rs_set_mac_address(
+/// As for [`open`]; `addr` is a valid `struct sockaddr`.
+pub(crate) unsafe fn set_mac_address<A: Interface>(
     dev: *mut NetDevice,
     addr: *mut c_void,
 ) -> c_int {
     // SAFETY: `addr` is a `struct sockaddr`, whose data holds at least 6 bytes, the caller's for
     // the call.
     let mac = unsafe { mac_address_at(e1000_rs_sockaddr_data(addr)) };
-    // SAFETY: As in `e1000_rs_open`.
-    match unsafe { adapter(dev) }.set_mac_address(&mac) {
+    // SAFETY: As in `open`.
+    match unsafe { adapter::<A>(dev) }.set_mac_address(&mac) {
         Ok(()) => 0,
         Err(e) => e.to_errno(),
     }
@@ -893,10 +583,9 @@ pub(crate) unsafe extern "C" fn e1000_rs_set_mac_address(
 ///
 /// # Safety
 ///
-/// As for [`e1000_rs_open`]; the stack calls it under the RTNL lock, as it does `ndo_open` and
-/// `ndo_stop`, with valid address lists.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn e1000_rs_set_rx_mode(
+/// As for [`open`]; the stack calls it under the RTNL lock, as it does `ndo_open` and `ndo_stop`,
+/// with valid address lists.
+pub(crate) unsafe fn set_rx_mode<A: Interface>(
     dev: *mut NetDevice,
     unicast: *mut AddrList,
     multicast: *mut AddrList,
@@ -910,8 +599,8 @@ pub(crate) unsafe extern "C" fn e1000_rs_set_rx_mode(
     // SAFETY: The stack's copies of the lists, which do not change during the call (safety
     // requirements); the iterators do not outlive it.
     let (addresses, groups) = unsafe { (HwAddrs::new(unicast), HwAddrs::new(multicast)) };
-    // SAFETY: As in `e1000_rs_open`.
-    unsafe { adapter(dev) }.set_rx_mode(mode, addresses, groups);
+    // SAFETY: As in `open`.
+    unsafe { adapter::<A>(dev) }.set_rx_mode(mode, addresses, groups);
     0
 }
 
@@ -919,10 +608,114 @@ pub(crate) unsafe extern "C" fn e1000_rs_set_rx_mode(
 ///
 /// # Safety
 ///
-/// Called by NAPI with the context of one of this driver's devices.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn e1000_rs_poll(napi: *mut NapiStruct, budget: c_int) -> c_int {
+/// Called by NAPI with the context of one of this driver's devices, whose adapter is an `A`.
+pub(crate) unsafe fn poll<A: Interface>(napi: *mut NapiStruct, budget: c_int) -> c_int {
     // SAFETY: The context belongs to a device of this driver, polled only while it is open, when
     // its adapter is set.
-    unsafe { napi_adapter(napi) }.poll(Napi(napi), budget)
+    unsafe { napi_adapter::<A>(napi) }.poll(Napi(napi), budget)
 }
+
+/// Exports the callbacks that `netdev_shim.c`'s `net_device_ops` table and NAPI registration name,
+/// each passing its call on to the [`Interface`] `$adapter`, the type of every adapter the driver
+/// gives [`NetDev::set_adapter`].
+macro_rules! net_device_ops {
+    ($adapter:ty) => {
+        /// `ndo_open` of `netdev_shim.c`'s table.
+        ///
+        /// # Safety
+        ///
+        /// As for [`netdev::open`](crate::netdev::open).
+        #[no_mangle]
+        unsafe extern "C" fn e1000_rs_open(
+            dev: *mut $crate::netdev::NetDevice,
+        ) -> ::kernel::ffi::c_int {
+            // SAFETY: By the function's safety requirements.
+            unsafe { $crate::netdev::open::<$adapter>(dev) }
+        }
+
+        /// `ndo_stop` of `netdev_shim.c`'s table.
+        ///
+        /// # Safety
+        ///
+        /// As for [`netdev::stop`](crate::netdev::stop).
+        #[no_mangle]
+        unsafe extern "C" fn e1000_rs_stop(
+            dev: *mut $crate::netdev::NetDevice,
+        ) -> ::kernel::ffi::c_int {
+            // SAFETY: By the function's safety requirements.
+            unsafe { $crate::netdev::stop::<$adapter>(dev) }
+        }
+
+        /// `ndo_start_xmit` of `netdev_shim.c`'s table.
+        ///
+        /// # Safety
+        ///
+        /// As for [`netdev::start_xmit`](crate::netdev::start_xmit).
+        #[no_mangle]
+        unsafe extern "C" fn e1000_rs_start_xmit(
+            skb: *mut ::kernel::bindings::sk_buff,
+            dev: *mut $crate::netdev::NetDevice,
+        ) -> ::kernel::ffi::c_int {
+            // SAFETY: By the function's safety requirements.
+            unsafe { $crate::netdev::start_xmit::<$adapter>(skb, dev) }
+        }
+
+        /// `ndo_get_stats64` of `netdev_shim.c`'s table.
+        ///
+        /// # Safety
+        ///
+        /// As for [`netdev::get_stats64`](crate::netdev::get_stats64).
+        #[no_mangle]
+        unsafe extern "C" fn e1000_rs_get_stats64(
+            dev: *mut $crate::netdev::NetDevice,
+            stats: *mut $crate::netdev::LinkStats64,
+        ) {
+            // SAFETY: By the function's safety requirements.
+            unsafe { $crate::netdev::get_stats64::<$adapter>(dev, stats) }
+        }
+
+        /// `ndo_set_mac_address` of `netdev_shim.c`'s table.
+        ///
+        /// # Safety
+        ///
+        /// As for [`netdev::set_mac_address`](crate::netdev::set_mac_address).
+        #[no_mangle]
+        unsafe extern "C" fn e1000_rs_set_mac_address(
+            dev: *mut $crate::netdev::NetDevice,
+            addr: *mut ::kernel::ffi::c_void,
+        ) -> ::kernel::ffi::c_int {
+            // SAFETY: By the function's safety requirements.
+            unsafe { $crate::netdev::set_mac_address::<$adapter>(dev, addr) }
+        }
+
+        /// `ndo_set_rx_mode_async` of `netdev_shim.c`'s table.
+        ///
+        /// # Safety
+        ///
+        /// As for [`netdev::set_rx_mode`](crate::netdev::set_rx_mode).
+        #[no_mangle]
+        unsafe extern "C" fn e1000_rs_set_rx_mode(
+            dev: *mut $crate::netdev::NetDevice,
+            unicast: *mut $crate::netdev::AddrList,
+            multicast: *mut $crate::netdev::AddrList,
+        ) -> ::kernel::ffi::c_int {
+            // SAFETY: By the function's safety requirements.
+            unsafe { $crate::netdev::set_rx_mode::<$adapter>(dev, unicast, multicast) }
+        }
+
+        /// The NAPI poll `netdev_shim.c` registers.
+        ///
+        /// # Safety
+        ///
+        /// As for [`netdev::poll`](crate::netdev::poll).
+        #[no_mangle]
+        unsafe extern "C" fn e1000_rs_poll(
+            napi: *mut $crate::netdev::NapiStruct,
+            budget: ::kernel::ffi::c_int,
+        ) -> ::kernel::ffi::c_int {
+            // SAFETY: By the function's safety requirements.
+            unsafe { $crate::netdev::poll::<$adapter>(napi, budget) }
+        }
+    };
+}
+pub(crate) use net_device_ops;

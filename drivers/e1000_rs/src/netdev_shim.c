@@ -39,16 +39,21 @@ static const struct net_device_ops e1000_rs_netdev_ops = {
 	.ndo_validate_addr = eth_validate_addr,
 };
 
-struct net_device *e1000_rs_alloc_netdev(struct device *parent)
+/* The features are offload.rs's choice; this only spells them as the stack does. */
+struct net_device *e1000_rs_alloc_netdev(struct device *parent, bool hw_csum, bool sg, bool tso,
+					 bool rxcsum, bool unicast_filter)
 {
 	struct net_device *dev = alloc_etherdev(sizeof(struct e1000_rs_priv));
+	netdev_features_t features = (hw_csum ? NETIF_F_HW_CSUM : 0) | (sg ? NETIF_F_SG : 0) |
+				     (tso ? NETIF_F_TSO : 0) | (rxcsum ? NETIF_F_RXCSUM : 0);
 
 	if (dev) {
 		SET_NETDEV_DEV(dev, parent);
 		dev->netdev_ops = &e1000_rs_netdev_ops;
-		dev->features |= NETIF_F_HW_CSUM | NETIF_F_SG | NETIF_F_TSO | NETIF_F_RXCSUM;
-		dev->hw_features |= NETIF_F_HW_CSUM | NETIF_F_SG | NETIF_F_TSO | NETIF_F_RXCSUM;
-		dev->priv_flags |= IFF_UNICAST_FLT;
+		dev->features |= features;
+		dev->hw_features |= features;
+		if (unicast_filter)
+			dev->priv_flags |= IFF_UNICAST_FLT;
 		netif_napi_add(dev, netdev_priv(dev), e1000_rs_poll);
 	}
 	return dev;

@@ -9,7 +9,7 @@
 
 #include <linux/netdevice.h>
 
-/* Implemented in Rust (src/netdev.rs). */
+/* Implemented in Rust (src/netdev.rs's net_device_ops!, exported by src/adapter.rs). */
 int e1000_rs_open(struct net_device *dev);
 int e1000_rs_stop(struct net_device *dev);
 netdev_tx_t e1000_rs_start_xmit(struct sk_buff *skb, struct net_device *dev);
@@ -19,18 +19,23 @@ int e1000_rs_set_rx_mode(struct net_device *dev, struct netdev_hw_addr_list *uc,
 			 struct netdev_hw_addr_list *mc);
 int e1000_rs_poll(struct napi_struct *napi, int budget);
 
-/* The counters e1000_rs reports through ndo_get_stats64; the Rust side mirrors this layout. */
+/*
+ * The counters e1000_rs reports through ndo_get_stats64; netdev.rs's Stats mirrors this layout
+ * and asserts the same size.
+ */
 struct e1000_rs_stats {
 	u64 rx_packets, rx_bytes, tx_packets, tx_bytes;
 	u64 rx_errors, rx_dropped, tx_dropped;
 	u64 rx_length_errors, rx_crc_errors, rx_missed_errors;
 };
+static_assert(sizeof(struct e1000_rs_stats) == 10 * sizeof(u64));
 
 /* Offsets netdev.rs reads the private area and the adapter pointer at. */
 extern const size_t e1000_rs_priv_offset;
 extern const size_t e1000_rs_adapter_offset;
 
-struct net_device *e1000_rs_alloc_netdev(struct device *parent);
+struct net_device *e1000_rs_alloc_netdev(struct device *parent, bool hw_csum, bool sg, bool tso,
+					 bool rxcsum, bool unicast_filter);
 void e1000_rs_set_adapter(struct net_device *dev, void *adapter);
 int e1000_rs_register(struct net_device *dev);
 void e1000_rs_unregister(struct net_device *dev);

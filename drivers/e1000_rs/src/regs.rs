@@ -125,8 +125,6 @@ pub(crate) const TX_CMD_DEXT: u8 = 1 << 5;
 pub(crate) const TX_CMD_TSE: u8 = 1 << 2;
 pub(crate) const TX_CMD_IP: u8 = 1 << 1;
 pub(crate) const TX_CMD_TCP: u8 = 1 << 0;
-/// Extended data descriptor type, in the byte below the command byte (DTYP = 1 in bits 20-23).
-pub(crate) const TX_DTYP_DATA: u8 = 1 << 4;
 /// Extended data descriptor options (POPTS): insert the TCP/UDP checksum set up by the context.
 pub(crate) const TX_POPTS_TXSM: u8 = 1 << 1;
 /// Extended data descriptor options (POPTS): insert the IP checksum set up by the context.

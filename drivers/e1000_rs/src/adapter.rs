@@ -1,0 +1,533 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The adapter: one bound 82540EM and its interface. Opening the interface allocates the
+//! descriptor rings, programs the receiver and the transmitter and enables interrupts; the
+//! interrupt handler only masks interrupts and schedules NAPI, and the NAPI poll cleans both
+//! rings. A transmit schedules a poll that only frees sent frames.
+
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+
+use kernel::{
+    bindings,
+    cpu::CpuId,
+    device::{Bound, Core},
+    new_spinlock, pci,
+    prelude::*,
+    sync::SpinLock,
+};
+
+use crate::compat::{self, irqreturn, smp_mb, Full};
+use crate::dma_local::{self, Mask};
+use crate::hw::{self, Bar0, HwErrors};
+use crate::netdev::{self, HwAddrs, Interface, MacAddress, Napi, NetDev, RxMode, Stats};
+use crate::offload;
+use crate::regs;
+use crate::ring::RING_SIZE;
+use crate::rings::Rings;
+use crate::rx::{RxDone, RxRing};
+use crate::skb::Skb;
+use crate::timer::Timer;
+use crate::tx::{TxProducer, TxRing};
+
+/// How long a frame the poll sent waits in the transmit ring, if no interrupt comes, before the
+/// reap timer schedules a poll to free it: rounded up to jiffies (8-12 ms at HZ=250).
+const REAP_DELAY_MS: u32 = 10;
+
+/// A counter that one context at a time adds to and `ndo_get_stats64` reads at any time: as
+/// `u64_stats_t` on a 64-bit kernel, an add is a load and a store, not a locked read-modify-write.
+#[derive(Default)]
+struct Counter(AtomicU64);
+
+impl Counter {
+    /// Adds `n`. Two contexts adding at once could lose one's update, so each counter has one
+    /// writer: the NAPI poll, or `ndo_start_xmit` under the queue's lock.
+    #[inline]
+    fn add(&self, n: u64) {
+        if n != 0 {
+            let sum = self.0.load(Ordering::Relaxed).wrapping_add(n);
+            self.0.store(sum, Ordering::Relaxed);
+        }
+    }
+
+    fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// Counters kept by the driver. `tx_dropped` is counted by `ndo_start_xmit`, the rest by the poll.
+#[derive(Default)]
+struct Counters {
+    rx_packets: Counter,
+    rx_bytes: Counter,
+    tx_packets: Counter,
+    tx_bytes: Counter,
+    rx_errors: Counter,
+    rx_length_errors: Counter,
+    rx_dropped: Counter,
+    tx_dropped: Counter,
+}
+
+/// A bound 82540EM.
+///
+/// # Invariants
+///
+/// - `irq` is requested with a pointer to this pinned object as its cookie until `PinnedDrop`.
+/// - `netdev`'s adapter pointer is this object.
+/// - `reap_timer` fires into `reap_timer_fired`, which finds this object around it. Only `xmit`
+///   arms it, so only while the interface is open; `stop` disarms it, and `PinnedDrop` shuts it
+///   down.
+#[pin_data(PinnedDrop)]
+pub(crate) struct E1000<'bound> {
+    pdev: &'bound pci::Device<Bound>,
+    bar: Bar0<'bound>,
+    /// Schedules a poll when frames sent without a completion interrupt might otherwise wait in
+    /// the transmit ring for good (see `request_completion`).
+    #[pin]
+    reap_timer: Timer,
+    /// The CPU the NAPI poll runs on, plus one; 0 while it does not run.
+    polling_cpu: AtomicU32,
+    /// How often the interrupt handler has masked the device's interrupts (and scheduled the
+    /// poll, which receives and enables them again), wrapping.
+    masks: AtomicU32,
+    /// The count of `masks` that the last poll to enable interrupts had seen; interrupts are
+    /// masked while the two differ. A count, not a flag the poll clears: a poll stores it after
+    /// completing NAPI, when a handler may already have masked again for the next poll, and an
+    /// older count stored late only has a poll enable interrupts once more.
+    masks_undone: AtomicU32,
+    /// A transmit or the reap timer scheduled the poll to free sent frames. Unless an interrupt
+    /// scheduled it too, that poll does not receive: interrupts stay enabled for what arrives.
+    completions_only: AtomicBool,
+    netdev: NetDev,
+    /// Installed by `open` before the queue starts and NAPI is enabled, removed by `stop` after
+    /// both are disabled: `xmit` and `poll`, which use them, never run meanwhile.
+    rings: Rings<'bound>,
+    #[pin]
+    hw_errors: SpinLock<HwErrors>,
+    counters: Counters,
+    /// The interface is open: interrupts may schedule NAPI.
+    running: AtomicBool,
+    irq: u32,
+    _vectors: compat::IrqVectors<'bound>,
+}
+
+impl<'bound> E1000<'bound> {
+    /// Enables the device for DMA, maps its registers and resets it, reads the Ethernet address
+    /// from the EEPROM, allocates the `net_device` and requests the interrupt: all but
+    /// registering the interface ([`E1000::register`]).
+    pub(crate) fn new<'core>(
+        pdev: &'bound pci::Device<Core<'core>>,
+    ) -> impl PinInit<Self, Error> + use<'bound, 'core> {
+        let bound: &'bound pci::Device<Bound> = pdev;
+        try_pin_init!(&this in E1000 {
+            pdev: {
+                dma_local::enable_bus_master(pdev)?;
+                // SAFETY: Nothing of this device is allocated or mapped yet: the rings come
+                // when the interface opens.
+                unsafe { dma_local::set_mask_and_coherent(bound.as_ref(), Mask::bits(64)?) }?;
+                bound
+            },
+            bar: {
+                let bar = bound.iomap_region_sized::<{ regs::BAR0_SIZE }>(0, c"e1000_rs")?;
+                hw::reset(&bar);
+                bar
+            },
+            // SAFETY: `reap_timer_fired` takes the `timer_list` of an `E1000`'s `reap_timer`,
+            // which this is; `PinnedDrop` shuts it down before this pinned object goes.
+            reap_timer <- unsafe { Timer::new(reap_timer_fired) },
+            polling_cpu: AtomicU32::new(0),
+            masks: AtomicU32::new(0),
+            masks_undone: AtomicU32::new(0),
+            completions_only: AtomicBool::new(false),
+            netdev: {
+                let netdev = NetDev::alloc(bound.as_ref(), &offload::FEATURES)?;
+                let mac = hw::read_mac_address(bar)?;
+                netdev.set_hw_addr(&mac);
+                // SAFETY: `this` is pinned and outlives the registration and the IRQ (`PinnedDrop`
+                // unregisters and frees both before anything else goes); the callbacks are
+                // `E1000`'s (`net_device_ops!` below).
+                unsafe { netdev.set_adapter(this.as_ptr()) };
+                netdev
+            },
+            rings: Rings::new(),
+            hw_errors <- new_spinlock!(HwErrors::default(), "e1000_rs:hw_errors"),
+            counters: Counters::default(),
+            running: AtomicBool::new(false),
+            _vectors: bound.alloc_irq_vectors(1, 1, pci::IrqTypes::all())?,
+            irq: compat::first_irq(_vectors)?,
+            _: {
+                // SAFETY: `e1000_irq` matches `irq_handler_t`; the cookie is this pinned object,
+                // whose fields are all initialised and which frees the IRQ in `PinnedDrop`.
+                kernel::error::to_result(unsafe {
+                    bindings::request_threaded_irq(
+                        *irq,
+                        Some(e1000_irq),
+                        None,
+                        bindings::IRQF_SHARED as usize,
+                        c"e1000_rs".as_char_ptr(),
+                        this.as_ptr().cast(),
+                    )
+                })?;
+            },
+        })
+    }
+
+    /// Registers the interface with the networking stack, which may open it at once.
+    pub(crate) fn register(&self) -> Result {
+        // Off until `open` reads the link: set before registering.
+        self.netdev.set_carrier(false);
+        self.netdev.register()?;
+        dev_info!(self.pdev, "registered, Ethernet address from the EEPROM\n");
+        Ok(())
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for E1000<'_> {
+    fn drop(self: Pin<&mut Self>) {
+        // Shared: unregistering calls back into the adapter (`ndo_stop`).
+        let this = self.into_ref().get_ref();
+        // Closes the interface first, which stops the rings and frees them.
+        this.netdev.unregister();
+        // Disarmed by `stop` already; nothing fires into what goes below.
+        this.reap_timer.shut_down();
+        // SAFETY: Requested in probe with this cookie (type invariant); freed once, here.
+        unsafe { bindings::free_irq(this.irq, core::ptr::from_ref(this).cast_mut().cast()) };
+        // No DMA once the driver is gone.
+        hw::reset(&this.bar);
+    }
+}
+
+/// The interrupt handler: acknowledges, follows the link, and leaves the rings to NAPI.
+///
+/// # Safety
+///
+/// `cookie` is the `E1000` that requested the interrupt, alive until `free_irq` returns.
+unsafe extern "C" fn e1000_irq(
+    _irq: kernel::ffi::c_int,
+    cookie: *mut kernel::ffi::c_void,
+) -> bindings::irqreturn_t {
+    // SAFETY: By the function's safety requirement.
+    let e1000 = unsafe { &*cookie.cast::<E1000<'_>>() };
+    let cause = hw::interrupt_causes(&e1000.bar);
+    if cause == 0 {
+        return irqreturn::IRQ_NONE;
+    }
+    if !e1000.running.load(Ordering::Acquire) {
+        return irqreturn::IRQ_HANDLED;
+    }
+    if cause & regs::INT_LSC != 0 {
+        e1000.update_carrier();
+    }
+    // Before the handler returns, so that the device does not raise the interrupt again meanwhile.
+    hw::mask_interrupts(&e1000.bar);
+    // Before scheduling: a poll already running then polls again and sees it, and the poll that
+    // sees it writes IMS after this IMC.
+    e1000.masks.fetch_add(1, Ordering::Release);
+    e1000.netdev.napi().schedule();
+    irqreturn::IRQ_HANDLED
+}
+
+/// The reap timer fired: a poll frees what the transmit ring holds.
+///
+/// # Safety
+///
+/// `timer` is the `timer_list` of an `E1000`'s `reap_timer`.
+unsafe extern "C" fn reap_timer_fired(timer: *mut bindings::timer_list) {
+    // SAFETY: By the function's safety requirement, `timer` lies in the `reap_timer` field of an
+    // `E1000` (lifetimes do not change the layout), which is live: the timer is armed only while
+    // the interface is open, and `stop` and `PinnedDrop` wait for this callback (type invariant).
+    let e1000 = unsafe {
+        &*kernel::container_of!(
+            Timer::from_raw(timer).cast_mut(),
+            E1000<'static>,
+            reap_timer
+        )
+        .cast::<E1000<'_>>()
+    };
+    if e1000.running.load(Ordering::Acquire) {
+        e1000.schedule_completions();
+    }
+}
+
+impl Interface for E1000<'_> {
+    /// `ndo_open`: rings, receiver, transmitter, interrupts.
+    fn open(&self) -> Result {
+        let dev = self.pdev.as_ref();
+        // Measured with `scripts/bench-e1000.sh --instructions`: mapping socket buffers costs the
+        // guest fewer instructions than copying in either direction, with throughput level (see
+        // DESIGN.md).
+        let (tx_copy, rx_copy) = (
+            compat::flag(&crate::module_parameters::tx_copy),
+            compat::flag(&crate::module_parameters::rx_copy),
+        );
+        let rings =
+            || -> Result<_> { Ok((TxRing::new(dev, tx_copy)?, RxRing::new(dev, rx_copy)?)) };
+        let (tx, rx) = rings().inspect_err(|e| {
+            dev_err!(
+                self.pdev,
+                "cannot allocate the rings: error {}\n",
+                e.to_errno()
+            );
+        })?;
+        let bar = &self.bar;
+        let (tx_base, tx_len) = tx.base();
+        hw::configure_transmit(bar, tx_base, tx_len);
+        let (rx_base, rx_len) = rx.base();
+        hw::configure_receive(bar, rx_base, rx_len);
+        // SAFETY: `ndo_open` runs under the RTNL lock.
+        let mac = unsafe { self.netdev.hw_addr() };
+        hw::program_mac_address(bar, &mac);
+        hw::set_receive_filter(bar, None, core::iter::empty(), core::iter::empty());
+        // SAFETY: Neither `xmit` nor `poll` runs: the queue has not started and NAPI is disabled.
+        unsafe { self.rings.set(Some((tx, rx))) };
+        // Every descriptor but one is the device's: head 0, tail at the last.
+        hw::start(bar, RING_SIZE - 1);
+        self.netdev.reset_queue();
+        // What the last poll before `stop` left: interrupts are enabled below, and no poll runs.
+        self.masks_undone
+            .store(self.masks.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.completions_only.store(false, Ordering::Relaxed);
+        self.netdev.napi().enable();
+        self.running.store(true, Ordering::Release);
+        hw::unmask_interrupts(bar, regs::INT_ENABLED);
+        self.update_carrier();
+        self.netdev.start_queue();
+        Ok(())
+    }
+
+    fn set_rx_mode(&self, mode: RxMode, addresses: HwAddrs<'_>, groups: HwAddrs<'_>) {
+        // While the interface is open (both under the RTNL lock): `open` clears the filter.
+        if self.running.load(Ordering::Acquire) {
+            hw::set_receive_filter(&self.bar, Some(mode), addresses, groups);
+        }
+    }
+
+    /// `ndo_stop`: no interrupt, no DMA, no buffer left.
+    fn stop(&self) {
+        self.netdev.stop_queue();
+        self.running.store(false, Ordering::Release);
+        // Before the reset masks every interrupt, as the C driver's `e1000_down` does: a poll or a
+        // transmit that saw the interface running may still unmask some (IMS), and must be over
+        // when the final IMC is written. None starts after: the handler and the reap timer see
+        // `running` false.
+        self.netdev.napi().disable();
+        // Only a poll wakes the stopped queue (a transmit that restarts it is still running): once
+        // NAPI is disabled, this waits for the last transmit and none follows.
+        self.netdev.disable_transmit();
+        hw::reset(&self.bar);
+        // SAFETY: `irq` is requested (type invariant); this waits for a running handler.
+        unsafe { bindings::synchronize_irq(self.irq) };
+        // Nothing arms it any more: transmit and the poll have stopped.
+        self.reap_timer.disarm_sync();
+        self.netdev.set_carrier(false);
+        // The device no longer owns any descriptor: unmap and free everything.
+        // SAFETY: Neither `xmit` nor `poll` runs, nor can start: both were disabled above, which
+        // waited for them.
+        unsafe { self.rings.set(None) };
+        self.netdev.reset_queue();
+    }
+
+    /// `ndo_start_xmit`: the skb comes back when the ring is full.
+    fn xmit(&self, skb: Skb) -> core::result::Result<(), Skb> {
+        // SAFETY: The stack calls `ndo_start_xmit` for the one queue under its lock.
+        let Some(mut tx) = (unsafe { self.rings.transmit() }) else {
+            self.counters.tx_dropped.add(1);
+            return Ok(());
+        };
+        let len = skb.len();
+        let result = tx.push(skb);
+        // Before `sent_queue`, which must see the queue stopped.
+        if result.is_err() || tx.nearly_full() {
+            self.stop_queue_unless_room(&tx);
+        }
+        // As in the C driver, TDT moves once per burst: every write makes the device walk the ring.
+        // Frames the stack said more would follow go out when the burst ends or the queue stops
+        // (then nothing more comes until completions, which need the device to have them): for a
+        // queued frame, byte queue limits' `__netdev_tx_sent_queue` says which. The MMIO write
+        // orders after the descriptor writes (writel).
+        let tell_device = match result {
+            Ok(true) => self.netdev.sent_queue(len),
+            Ok(false) => {
+                self.counters.tx_dropped.add(1);
+                !self.netdev.xmit_more() || self.netdev.xmit_stopped()
+            }
+            Err(_) => true,
+        };
+        if tell_device {
+            hw::set_tx_tail(&self.bar, tx.tail());
+            self.request_completion();
+        }
+        result.map(|_| ())
+    }
+
+    /// The NAPI poll: up to `budget` received frames unless only a transmit or the reap timer
+    /// scheduled it, then transmit completions.
+    fn poll(&self, napi: Napi, budget: i32) -> i32 {
+        self.polling_cpu
+            .store(CpuId::current().as_u32() + 1, Ordering::Relaxed);
+        let work = self.poll_rings(napi, budget);
+        self.polling_cpu.store(0, Ordering::Relaxed);
+        work
+    }
+
+    /// `ndo_get_stats64`.
+    fn stats(&self) -> Stats {
+        let hw = {
+            let mut errors = self.hw_errors.lock();
+            hw::add_error_counters(&self.bar, &mut errors);
+            *errors
+        };
+        let c = &self.counters;
+        let length_errors = c.rx_length_errors.get() + hw.length;
+        Stats {
+            rx_packets: c.rx_packets.get(),
+            rx_bytes: c.rx_bytes.get(),
+            tx_packets: c.tx_packets.get(),
+            tx_bytes: c.tx_bytes.get(),
+            rx_errors: c.rx_errors.get() + hw.crc + hw.length,
+            rx_dropped: c.rx_dropped.get(),
+            tx_dropped: c.tx_dropped.get(),
+            rx_length_errors: length_errors,
+            rx_crc_errors: hw.crc,
+            rx_missed_errors: hw.missed,
+        }
+    }
+
+    /// `ndo_set_mac_address`.
+    fn set_mac_address(&self, mac: &MacAddress) -> Result {
+        if !netdev::valid_ether_addr(mac) {
+            return Err(compat::eaddrnotavail());
+        }
+        self.netdev.set_hw_addr(mac);
+        hw::program_mac_address(&self.bar, mac);
+        Ok(())
+    }
+}
+
+impl E1000<'_> {
+    fn update_carrier(&self) {
+        let up = hw::link_up(&self.bar);
+        if up != self.netdev.carrier_ok() {
+            self.netdev.set_carrier(up);
+            dev_info!(self.pdev, "link {}\n", if up { "up" } else { "down" });
+        }
+    }
+
+    /// Decides, for frames just handed to the device, how the driver learns that they are sent.
+    ///
+    /// Frames this device's own poll sent, while it delivered what it received (acknowledgements,
+    /// replies, data an acknowledgement released), wait for the next poll: receive traffic is
+    /// flowing, and should no interrupt come the reap timer schedules that poll. Every other frame
+    /// (from a process, another device's poll, a timer), and any frame while the queue is stopped,
+    /// has the poll scheduled now, so that its skb and socket memory come back at once and a
+    /// stopped queue wakes. That poll enables the completion interrupt (TXDW) for whatever the
+    /// device has not sent yet; QEMU sends the frames before the TDT write returns, so there it
+    /// frees them all and no interrupt is taken. Scheduling the poll while it runs has it poll
+    /// again.
+    ///
+    /// Enabling TXDW here instead cost every round trip an interrupt, and with TXDW always enabled
+    /// the frames a poll sent raised an interrupt of their own once the poll re-enabled interrupts
+    /// (see DESIGN.md).
+    fn request_completion(&self) {
+        // BH (under netpoll, IRQs) is disabled: this stays on the CPU. Only the poll on this CPU
+        // stores its number. The CPU is asked for (a call) only while some poll runs: not on a
+        // process's transmit path.
+        let polling = self.polling_cpu.load(Ordering::Relaxed);
+        let polling_here = polling != 0 && polling == CpuId::current().as_u32() + 1;
+        if polling_here && !self.netdev.xmit_stopped() {
+            // The poll is still running: a timer that fires meanwhile has it poll again.
+            self.reap_timer.arm_unless_pending(REAP_DELAY_MS);
+        } else {
+            self.schedule_completions();
+        }
+    }
+
+    /// Schedules a poll that frees sent frames: from a process (BH disabled), it runs once BH is
+    /// enabled again; from a softirq, before softirqs end.
+    fn schedule_completions(&self) {
+        // Scheduling orders it before the poll (a fully ordered test-and-set).
+        self.completions_only.store(true, Ordering::Relaxed);
+        self.netdev.napi().schedule();
+    }
+
+    /// Stops the queue for lack of descriptors, unless the poll has just freed enough: it wakes a
+    /// stopped queue only if it sees the stop, and this sees what it freed, because both order
+    /// their store and their load with a full barrier.
+    fn stop_queue_unless_room(&self, tx: &TxProducer<'_, '_>) {
+        self.netdev.stop_queue();
+        smp_mb(Full);
+        if tx.has_room() {
+            self.netdev.start_queue();
+        }
+    }
+
+    fn poll_rings(&self, napi: Napi, budget: i32) -> i32 {
+        // SAFETY: NAPI polls on one CPU at a time.
+        let Some((mut tx, rx)) = (unsafe { self.rings.poll() }) else {
+            // Not reached: NAPI is enabled only while the rings are installed.
+            napi.complete_done(0);
+            return 0;
+        };
+        let masks = self.masks.load(Ordering::Acquire);
+        let masked = masks != self.masks_undone.load(Ordering::Relaxed);
+        let completions_only = self.completions_only.swap(false, Ordering::Relaxed);
+        // Busy polling and netpoll receive too (unless a transmit's flag was left for them: then
+        // interrupts are enabled and bring the frames).
+        let received = if masked || !completions_only {
+            self.receive(rx, napi, budget)
+        } else {
+            RxDone::default()
+        };
+        let c = &self.counters;
+        c.rx_packets.add(received.frames.packets);
+        c.rx_bytes.add(received.frames.bytes);
+        c.rx_errors.add(received.errors + received.length_errors);
+        c.rx_length_errors.add(received.length_errors);
+        c.rx_dropped.add(received.dropped);
+        // After receiving, so that what delivering the frames sent (acknowledgements the stack
+        // hands over in batches) is freed too.
+        let sent = tx.clean(budget);
+        if sent.frames > 0 {
+            self.netdev.completed_queue(sent.frames, sent.queued_bytes);
+            c.tx_packets.add(sent.wire.packets);
+            c.tx_bytes.add(sent.wire.bytes);
+            // Pairs with the barrier in `stop_queue_unless_room`.
+            smp_mb(Full);
+            if self.netdev.queue_stopped() && tx.has_room() {
+                self.netdev.wake_queue();
+            }
+        }
+        let work =
+            (received.frames.packets + received.errors + received.length_errors + received.dropped)
+                as i32;
+        // Frames the clean left, which the device had not sent yet (on QEMU, which sends them
+        // before TDT's write returns, only those a transmit on another CPU queued meanwhile): the
+        // completion interrupt brings the poll back for them.
+        let completion = if tx.is_empty() { 0 } else { regs::INT_TXDW };
+        if work < budget && napi.complete_done(work) && self.running.load(Ordering::Acquire) {
+            if masked {
+                self.masks_undone.store(masks, Ordering::Relaxed);
+                hw::unmask_interrupts(&self.bar, regs::INT_ENABLED | completion);
+            } else if completion != 0 {
+                hw::unmask_interrupts(&self.bar, completion);
+            }
+        }
+        work.min(budget)
+    }
+
+    /// Hands up to `budget` received frames to the stack and gives the ring back its buffers.
+    fn receive(&self, rx: &mut RxRing<'_>, napi: Napi, budget: i32) -> RxDone {
+        // SAFETY: This is the NAPI poll.
+        let (received, tail) = unsafe {
+            rx.clean(&self.netdev, napi, budget.max(0) as usize, |skb| {
+                napi.receive(skb)
+            })
+        };
+        if let Some(tail) = tail {
+            hw::set_rx_tail(&self.bar, tail);
+        }
+        received
+    }
+}
+
+netdev::net_device_ops!(E1000<'_>);

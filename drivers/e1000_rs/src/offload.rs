@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Checksum and segmentation offloads: which the interface offers the stack, what a frame leaves
+//! to the hardware, and the descriptors that tell the hardware so.
+
+use kernel::prelude::*;
+
+use crate::desc::{ContextDesc, DataDesc, LegacyTxDesc, TxDesc};
+use crate::netdev::Features;
+use crate::regs;
+use crate::ring::Done;
+use crate::skb::Skb;
+
+/// What the interface offers the stack, and all this module handles: checksums of any protocol
+/// the stack asks for at offsets the context descriptor takes (`NETIF_F_HW_CSUM`), frames in page
+/// fragments (`NETIF_F_SG`), TCP/IPv4 segmentation (`NETIF_F_TSO`), and the receive checksum the
+/// copying receive path computes (`NETIF_F_RXCSUM`). Receive addresses take secondary unicast
+/// addresses (`IFF_UNICAST_FLT`). All can be toggled with `ethtool -K` but the last.
+pub(crate) const FEATURES: Features = Features {
+    hw_checksum: true,
+    scatter_gather: true,
+    tcp_segmentation: true,
+    rx_checksum: true,
+    unicast_filter: true,
+};
+
+/// IPv4 header: byte offsets of the fields the segmentation context names or the driver
+/// rewrites, and its least length.
+const IPV4_TOTAL_LENGTH: usize = 2;
+const IPV4_CHECKSUM: usize = 10;
+const IPV4_SOURCE: usize = 12;
+const IPV4_DESTINATION: usize = 16;
+const IPV4_HEADER_MIN: u32 = 20;
+/// TCP header: byte offset of the checksum.
+const TCP_CHECKSUM: usize = 16;
+const IPPROTO_TCP: u8 = 6;
+
+/// Where a segmentation offload frame's headers are, for the hardware's context descriptor.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Tso {
+    /// Offset of the IPv4 header.
+    ip_start: u8,
+    /// Offset of the TCP header.
+    tcp_start: u8,
+    /// Length of all headers, repeated in every segment.
+    header_len: u8,
+    /// Payload bytes per segment.
+    mss: u16,
+    /// Payload bytes in all.
+    payload_len: u32,
+}
+
+/// The checksum work a frame leaves to the hardware.
+#[derive(Clone, Copy)]
+pub(crate) enum Offload {
+    None,
+    /// TCP/UDP checksum: where it starts and where it goes.
+    Checksum {
+        start: u8,
+        place: u8,
+    },
+    /// TCP segmentation, with IP and TCP checksums.
+    Tso(Tso),
+}
+
+impl Offload {
+    /// What the hardware has to do for `skb`; `Err` for a frame that must be dropped.
+    #[inline]
+    pub(crate) fn for_frame(skb: &mut Skb) -> Result<Self> {
+        if let Some(tso) = prepare_tso(skb)? {
+            return Ok(Self::Tso(tso));
+        }
+        // Offsets past 255 bytes do not fit in a context descriptor: checksum in software.
+        Ok(match skb.checksum_offload() {
+            Some((start, place)) => match (u8::try_from(start), u8::try_from(place)) {
+                (Ok(start), Ok(place)) => Self::Checksum { start, place },
+                _ => {
+                    skb.checksum_in_software()?;
+                    Self::None
+                }
+            },
+            None => Self::None,
+        })
+    }
+
+    /// The context descriptor the frame needs before its data, unless the hardware holds it
+    /// already: `last` is the checksum context sent last, `None` after a segmentation context,
+    /// which replaces it in the hardware. Also the checksum context the hardware holds after it.
+    pub(crate) fn context(
+        &self,
+        last: Option<(u8, u8)>,
+    ) -> (Option<ContextDesc>, Option<(u8, u8)>) {
+        match *self {
+            Self::None => (None, last),
+            Self::Checksum { start, place } if last == Some((start, place)) => (None, last),
+            Self::Checksum { start, place } => (
+                Some(ContextDesc::checksum(start, place)),
+                Some((start, place)),
+            ),
+            Self::Tso(tso) => (Some(tso_context(&tso)), None),
+        }
+    }
+
+    /// The descriptor of `length` bytes of the frame's data at `addr`; `end` adds EOP and RS to
+    /// the frame's last.
+    #[inline]
+    pub(crate) fn data(&self, addr: u64, length: u16, end: bool) -> TxDesc {
+        let end = if end {
+            regs::TX_CMD_EOP | regs::TX_CMD_RS
+        } else {
+            0
+        };
+        let cmd = regs::TX_CMD_IFCS | regs::TX_CMD_IDE | end;
+        match self {
+            Self::None => LegacyTxDesc::new(addr, length, cmd).into(),
+            Self::Checksum { .. } => DataDesc::new(addr, length, cmd, regs::TX_POPTS_TXSM).into(),
+            Self::Tso(_) => DataDesc::new(
+                addr,
+                length,
+                cmd | regs::TX_CMD_TSE,
+                regs::TX_POPTS_TXSM | regs::TX_POPTS_IXSM,
+            )
+            .into(),
+        }
+    }
+
+    /// What a frame of `len` bytes puts on the wire: one frame, or the segments the hardware
+    /// cuts, with their headers (counted as the C driver counts them).
+    pub(crate) fn wire(&self, len: u32) -> Done {
+        match self {
+            Self::Tso(tso) => {
+                let segments = tso.payload_len.div_ceil(u32::from(tso.mss)).max(1);
+                Done {
+                    packets: u64::from(segments),
+                    bytes: u64::from(len) + u64::from(segments - 1) * u64::from(tso.header_len),
+                }
+            }
+            _ => Done {
+                packets: 1,
+                bytes: u64::from(len),
+            },
+        }
+    }
+}
+
+/// The TCP/IP context descriptor of a segmentation offload frame: the IP checksum over the IP
+/// header, the TCP checksum from the TCP header to the end.
+fn tso_context(tso: &Tso) -> ContextDesc {
+    ContextDesc::tso(
+        tso.ip_start,
+        tso.ip_start + IPV4_CHECKSUM as u8,
+        u16::from(tso.tcp_start) - 1,
+        tso.tcp_start,
+        tso.tcp_start + TCP_CHECKSUM as u8,
+        tso.header_len,
+        tso.mss,
+        tso.payload_len,
+    )
+}
+
+/// For a TCP/IPv4 segmentation offload skb: readies its headers for the hardware, which rewrites
+/// the IP length and both checksums in every segment, and returns where they are. `Ok(None)` for
+/// an skb the stack did not leave to segmentation offload.
+fn prepare_tso(skb: &mut Skb) -> Result<Option<Tso>> {
+    let len = skb.len();
+    let Some(gso) = skb.tcp4_segmentation()? else {
+        return Ok(None);
+    };
+    let header_len = gso.transport + gso.tcp_len;
+    if gso.transport < gso.network + IPV4_HEADER_MIN || header_len as usize > gso.linear.len() {
+        return Err(EINVAL);
+    }
+    let tso = Tso {
+        ip_start: u8::try_from(gso.network)?,
+        tcp_start: u8::try_from(gso.transport)?,
+        header_len: u8::try_from(header_len)?,
+        mss: gso.mss,
+        payload_len: len - header_len,
+    };
+    let (ip, tcp) = gso.linear[..header_len as usize].split_at_mut(gso.transport as usize);
+    let ip = &mut ip[gso.network as usize..];
+    // The hardware fills in the total length and the IP checksum of each segment, and adds the
+    // payload to the TCP checksum, which starts as the pseudo-header's sum without a length.
+    ip[IPV4_TOTAL_LENGTH..IPV4_TOTAL_LENGTH + 2].fill(0);
+    ip[IPV4_CHECKSUM..IPV4_CHECKSUM + 2].fill(0);
+    let address = |at: usize| [ip[at], ip[at + 1], ip[at + 2], ip[at + 3]];
+    let pseudo = pseudo_header_sum(address(IPV4_SOURCE), address(IPV4_DESTINATION), IPPROTO_TCP);
+    tcp.get_mut(TCP_CHECKSUM..TCP_CHECKSUM + 2)
+        .ok_or(EINVAL)?
+        .copy_from_slice(&pseudo.to_be_bytes());
+    Ok(Some(tso))
+}
+
+/// The ones' complement sum, folded to 16 bits, of an IPv4 pseudo-header with a zero length.
+fn pseudo_header_sum(source: [u8; 4], destination: [u8; 4], protocol: u8) -> u16 {
+    let word = |b: [u8; 4], i: usize| u32::from(u16::from_be_bytes([b[i], b[i + 1]]));
+    let mut sum = word(source, 0)
+        + word(source, 2)
+        + word(destination, 0)
+        + word(destination, 2)
+        + u32::from(protocol);
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    sum as u16
+}
