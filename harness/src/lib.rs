@@ -38,7 +38,7 @@ pub use guest_tools::guest_tool;
 pub use kbuild::{build_module, build_module_with, dkms_install};
 pub use kernel_log::{problems, problems_except, KnownWarning, Problem};
 pub use ktap::{Ktap, TestResult};
-pub use qemu::{Counted, Drive, Machine, NetBackend, Nic, Vm};
+pub use qemu::{Counted, Drive, Machine, NetBackend, Nic, Vm, MIB};
 pub use qmp::Qmp;
 pub use scenario::{CountMarks, Outcome, Scenario, SocketLink, VmOutcome};
 pub use template::{fresh_driver_name, generate_driver, VENDORED};

@@ -45,6 +45,9 @@ pub struct Nic {
     pub mac: String,
 }
 
+/// Bytes in a mebibyte, for drive sizes.
+pub const MIB: u64 = 1024 * 1024;
+
 /// A block device behind an NVMe controller.
 #[derive(Debug, Clone)]
 pub enum Drive {

@@ -15,10 +15,8 @@ use std::path::PathBuf;
 use harness::{
     dkms_install, fresh_driver_name, generate_driver,
     nvme::{self, BIND_ALTERNATELY},
-    Drive, Env, Kernel, Machine, Scenario, SocketLink, Vm,
+    Drive, Env, Kernel, Machine, Scenario, SocketLink, Vm, MIB,
 };
-
-const MIB: u64 = 1024 * 1024;
 
 const E1000_C: &str = "drivers/net/ethernet/intel/e1000/e1000.ko";
 const ADDRESSES: &str = include_str!("../guest/scenarios/debian_kernels/addresses.sh");

@@ -9,10 +9,8 @@
 
 use harness::{
     nvme::{self, BIND_ALTERNATELY},
-    Drive, Scenario,
+    Drive, Scenario, MIB,
 };
-
-const MIB: u64 = 1024 * 1024;
 
 const SCRIPT: &str = include_str!("../guest/scenarios/nvme_rs_timeouts/guest.sh");
 

@@ -30,10 +30,9 @@
 use harness::{
     nvme::{self, BIND_ALTERNATELY},
     stats::Paired,
-    BenchArgs, Drive, Env, Scenario,
+    BenchArgs, Drive, Env, Scenario, MIB,
 };
 
-const MIB: u64 = 1024 * 1024;
 /// The region each figure works on, pre-filled on the file backend.
 const SPAN_MIB: u64 = 256;
 /// How long each driver runs before the other takes its turn, when measuring throughput.
