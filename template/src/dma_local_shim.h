@@ -9,6 +9,40 @@
 #include <linux/types.h>
 #include <linux/dma-direction.h>
 
+/*
+ * Each wrapper's symbol carries the module's name, DMA_LOCAL_MODNAME (set by scripts/kernel-cfg.mk,
+ * which every Kbuild file includes): dma_local_map_single is e1000_rs_dma_local_map_single in
+ * e1000_rs, so that the copies in two drivers built into one kernel do not clash. dma_local.rs
+ * links to the same names.
+ */
+#ifndef DMA_LOCAL_MODNAME
+#error "dma_local needs DMA_LOCAL_MODNAME: include scripts/kernel-cfg.mk in the Kbuild file"
+#endif
+#define DMA_LOCAL_SYMBOL(name) __PASTE(DMA_LOCAL_MODNAME, __PASTE(_dma_local_, name))
+#define dma_local_mapping_error DMA_LOCAL_SYMBOL(mapping_error)
+#define dma_local_map_single DMA_LOCAL_SYMBOL(map_single)
+#define dma_local_unmap_single DMA_LOCAL_SYMBOL(unmap_single)
+#define dma_local_sync_single_range_for_cpu DMA_LOCAL_SYMBOL(sync_single_range_for_cpu)
+#define dma_local_sync_single_range_for_device DMA_LOCAL_SYMBOL(sync_single_range_for_device)
+#define dma_local_need_sync DMA_LOCAL_SYMBOL(need_sync)
+#define dma_local_set_min_align_mask DMA_LOCAL_SYMBOL(set_min_align_mask)
+#define dma_local_set_max_seg_size DMA_LOCAL_SYMBOL(set_max_seg_size)
+#define dma_local_get_max_seg_size DMA_LOCAL_SYMBOL(get_max_seg_size)
+#define dma_local_set_seg_boundary DMA_LOCAL_SYMBOL(set_seg_boundary)
+#define dma_local_alloc_noncoherent DMA_LOCAL_SYMBOL(alloc_noncoherent)
+#define dma_local_free_noncoherent DMA_LOCAL_SYMBOL(free_noncoherent)
+#define dma_local_unmap_sgtable DMA_LOCAL_SYMBOL(unmap_sgtable)
+#define dma_local_sync_sgtable_for_cpu DMA_LOCAL_SYMBOL(sync_sgtable_for_cpu)
+#define dma_local_sync_sgtable_for_device DMA_LOCAL_SYMBOL(sync_sgtable_for_device)
+#define dma_local_sg_next DMA_LOCAL_SYMBOL(sg_next)
+#define dma_local_sg_dma_address DMA_LOCAL_SYMBOL(sg_dma_address)
+#define dma_local_sg_dma_len DMA_LOCAL_SYMBOL(sg_dma_len)
+#define dma_local_pool_create DMA_LOCAL_SYMBOL(pool_create)
+#define dma_local_dma_rmb DMA_LOCAL_SYMBOL(dma_rmb)
+#define dma_local_dma_wmb DMA_LOCAL_SYMBOL(dma_wmb)
+#define dma_local_wmb DMA_LOCAL_SYMBOL(wmb)
+#define dma_local_mb DMA_LOCAL_SYMBOL(mb)
+
 struct device;
 struct dma_pool;
 struct scatterlist;

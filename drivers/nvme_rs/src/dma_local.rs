@@ -65,9 +65,27 @@ use kernel::transmute::{AsBytes, FromBytes};
 /// A bus address as the device sees it (`dma_addr_t`).
 pub(crate) type DmaAddress = bindings::dma_addr_t;
 
+/// The symbol of the C wrapper `dma_local_<name>` in this module: `dma_local_shim.h` prefixes each
+/// with the module's name, `DMA_LOCAL_MODNAME` (set by `scripts/kernel-cfg.mk`, which every Kbuild
+/// file includes), so that the copies in two drivers built into one kernel do not clash.
+macro_rules! shim_symbol {
+    ($name:literal) => {
+        concat!(
+            env!(
+                "DMA_LOCAL_MODNAME",
+                "dma_local needs DMA_LOCAL_MODNAME: include scripts/kernel-cfg.mk in the Kbuild file"
+            ),
+            "_dma_local_",
+            $name
+        )
+    };
+}
+
 // One-line C wrappers of static inline functions and macros (`dma_local_shim.c`).
 extern "C" {
+    #[link_name = shim_symbol!("mapping_error")]
     fn dma_local_mapping_error(dev: *mut c_void, addr: DmaAddress) -> c_int;
+    #[link_name = shim_symbol!("map_single")]
     fn dma_local_map_single(
         dev: *mut c_void,
         ptr: *mut c_void,
@@ -75,6 +93,7 @@ extern "C" {
         dir: bindings::dma_data_direction,
         attrs: c_ulong,
     ) -> DmaAddress;
+    #[link_name = shim_symbol!("unmap_single")]
     fn dma_local_unmap_single(
         dev: *mut c_void,
         addr: DmaAddress,
@@ -82,6 +101,7 @@ extern "C" {
         dir: bindings::dma_data_direction,
         attrs: c_ulong,
     );
+    #[link_name = shim_symbol!("sync_single_range_for_cpu")]
     fn dma_local_sync_single_range_for_cpu(
         dev: *mut c_void,
         addr: DmaAddress,
@@ -89,6 +109,7 @@ extern "C" {
         size: usize,
         dir: bindings::dma_data_direction,
     );
+    #[link_name = shim_symbol!("sync_single_range_for_device")]
     fn dma_local_sync_single_range_for_device(
         dev: *mut c_void,
         addr: DmaAddress,
@@ -96,11 +117,17 @@ extern "C" {
         size: usize,
         dir: bindings::dma_data_direction,
     );
+    #[link_name = shim_symbol!("need_sync")]
     fn dma_local_need_sync(dev: *mut c_void, addr: DmaAddress) -> bool;
+    #[link_name = shim_symbol!("set_min_align_mask")]
     fn dma_local_set_min_align_mask(dev: *mut c_void, mask: c_uint);
+    #[link_name = shim_symbol!("set_max_seg_size")]
     fn dma_local_set_max_seg_size(dev: *mut c_void, size: c_uint);
+    #[link_name = shim_symbol!("get_max_seg_size")]
     fn dma_local_get_max_seg_size(dev: *mut c_void) -> c_uint;
+    #[link_name = shim_symbol!("set_seg_boundary")]
     fn dma_local_set_seg_boundary(dev: *mut c_void, mask: c_ulong);
+    #[link_name = shim_symbol!("alloc_noncoherent")]
     fn dma_local_alloc_noncoherent(
         dev: *mut c_void,
         size: usize,
@@ -108,6 +135,7 @@ extern "C" {
         dir: bindings::dma_data_direction,
         gfp: bindings::gfp_t,
     ) -> *mut c_void;
+    #[link_name = shim_symbol!("free_noncoherent")]
     fn dma_local_free_noncoherent(
         dev: *mut c_void,
         size: usize,
@@ -115,25 +143,32 @@ extern "C" {
         handle: DmaAddress,
         dir: bindings::dma_data_direction,
     );
+    #[link_name = shim_symbol!("unmap_sgtable")]
     fn dma_local_unmap_sgtable(
         dev: *mut c_void,
         table: *mut bindings::sg_table,
         dir: bindings::dma_data_direction,
         attrs: c_ulong,
     );
+    #[link_name = shim_symbol!("sync_sgtable_for_cpu")]
     fn dma_local_sync_sgtable_for_cpu(
         dev: *mut c_void,
         table: *mut bindings::sg_table,
         dir: bindings::dma_data_direction,
     );
+    #[link_name = shim_symbol!("sync_sgtable_for_device")]
     fn dma_local_sync_sgtable_for_device(
         dev: *mut c_void,
         table: *mut bindings::sg_table,
         dir: bindings::dma_data_direction,
     );
+    #[link_name = shim_symbol!("sg_next")]
     fn dma_local_sg_next(sg: *mut bindings::scatterlist) -> *mut bindings::scatterlist;
+    #[link_name = shim_symbol!("sg_dma_address")]
     fn dma_local_sg_dma_address(sg: *mut bindings::scatterlist) -> DmaAddress;
+    #[link_name = shim_symbol!("sg_dma_len")]
     fn dma_local_sg_dma_len(sg: *mut bindings::scatterlist) -> c_uint;
+    #[link_name = shim_symbol!("pool_create")]
     fn dma_local_pool_create(
         name: *const c_char,
         dev: *mut c_void,
@@ -141,9 +176,13 @@ extern "C" {
         align: usize,
         boundary: usize,
     ) -> *mut bindings::dma_pool;
+    #[link_name = shim_symbol!("dma_rmb")]
     fn dma_local_dma_rmb();
+    #[link_name = shim_symbol!("dma_wmb")]
     fn dma_local_dma_wmb();
+    #[link_name = shim_symbol!("wmb")]
     fn dma_local_wmb();
+    #[link_name = shim_symbol!("mb")]
     fn dma_local_mb();
 }
 
