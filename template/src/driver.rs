@@ -6,6 +6,10 @@
 //! engine and back into a second buffer, waits for each transfer's interrupt and checks every byte:
 //! once with coherent buffers and once with streaming mappings, both from this driver's own
 //! `dma_local`.
+//!
+//! The interrupt is the kernel crate's: an `irq::Registration` (through `compat::Irq`, as the API
+//! differs before 7.3) whose handler owns BAR0, acknowledges what edu raised and records it for the
+//! waiter.
 
 mod compat;
 mod dma_local;
@@ -13,12 +17,11 @@ mod regs;
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use compat::irqreturn;
 use dma_local::{dir, Attrs, Coherent, Gfp, Mask, Streaming};
 use kernel::{
-    bindings,
     device::{Bound, Core},
     io::{poll::read_poll_timeout, Io},
+    irq::IrqReturn,
     pci,
     prelude::*,
     time::Delta,
@@ -68,19 +71,32 @@ compat::pci_device_table!(
 struct EduDriver;
 
 /// A bound edu device.
-///
-/// # Invariants
-///
-/// While this exists, `irq` is requested with a pointer to this (pinned) object as its cookie.
-#[pin_data(PinnedDrop)]
+#[pin_data]
 struct Edu<'bound> {
     pdev: &'bound pci::Device<Bound>,
+    /// edu's interrupt, with what its handler shares with the rest of the driver. Dropping it
+    /// frees the IRQ before the handler's BAR goes.
+    #[pin]
+    irq: compat::Irq<'bound, EduIrq<'bound>>,
+}
+
+/// edu's interrupt handler: it acknowledges what the device raised and records it for the waiter.
+struct EduIrq<'bound> {
     bar: Bar0<'bound>,
     /// Interrupt status bits the handler has acknowledged and not yet consumed.
-    irq_seen: AtomicU32,
-    irq: u32,
-    /// Dropped after the handler is freed in `PinnedDrop`.
-    _vectors: compat::IrqVectors<'bound>,
+    seen: AtomicU32,
+}
+
+impl compat::Handler for EduIrq<'_> {
+    fn handle(&self) -> IrqReturn {
+        let status = self.bar.read32(regs::INTERRUPT_STATUS);
+        if status == 0 {
+            return IrqReturn::None;
+        }
+        self.bar.write32(status, regs::INTERRUPT_ACK);
+        self.seen.fetch_or(status, Ordering::AcqRel);
+        IrqReturn::Handled
+    }
 }
 
 impl pci::Driver for EduDriver {
@@ -95,78 +111,31 @@ impl pci::Driver for EduDriver {
         #[cfg(kernel_before_7_3)] _info: &'bound Self::IdInfo,
     ) -> impl PinInit<Self::Data<'bound>, Error> + 'bound {
         let bound: &'bound pci::Device<Bound> = pdev;
-        try_pin_init!(&this in Edu {
-            pdev: {
-                dma_local::enable_bus_master(pdev)?;
-                bound
-            },
-            bar: {
-                let bar = bound.iomap_region_sized::<{ regs::BAR0_SIZE }>(0, c"edu")?;
-                let id = bar.read32(regs::IDENTIFICATION);
-                if id & regs::IDENTIFICATION_MAGIC_MASK != regs::IDENTIFICATION_MAGIC {
-                    dev_info!(bound, "not an edu device (identification {:#x})\n", id);
-                    return Err(ENODEV);
-                }
-                let mask = Mask::bits(regs::DMA_ADDRESS_BITS)?;
-                // SAFETY: Nothing of this device is allocated or mapped yet: its buffers come
-                // after probe.
-                unsafe { dma_local::set_mask_and_coherent(bound.as_ref(), mask) }?;
-                bar
-            },
-            irq_seen: AtomicU32::new(0),
-            _vectors: bound.alloc_irq_vectors(1, 1, pci::IrqTypes::all())?,
-            irq: compat::first_irq(_vectors)?,
-            _: {
-                // SAFETY: `edu_irq` matches `irq_handler_t`; the cookie points to this pinned
-                // `Edu`, whose fields are all initialised and which frees the IRQ in `PinnedDrop`
-                // before they go.
-                kernel::error::to_result(unsafe {
-                    bindings::request_threaded_irq(
-                        *irq,
-                        Some(edu_irq),
-                        None,
-                        bindings::IRQF_SHARED as usize,
-                        c"edu".as_char_ptr(),
-                        this.as_ptr().cast(),
-                    )
-                })?;
-            },
+        pin_init::pin_init_scope(move || {
+            dma_local::enable_bus_master(pdev)?;
+            let bar = bound.iomap_region_sized::<{ regs::BAR0_SIZE }>(0, c"edu")?;
+            let id = bar.read32(regs::IDENTIFICATION);
+            if id & regs::IDENTIFICATION_MAGIC_MASK != regs::IDENTIFICATION_MAGIC {
+                dev_info!(bound, "not an edu device (identification {:#x})\n", id);
+                return Err(ENODEV);
+            }
+            let mask = Mask::bits(regs::DMA_ADDRESS_BITS)?;
+            // SAFETY: Nothing of this device is allocated or mapped yet: its buffers come after
+            // probe.
+            unsafe { dma_local::set_mask_and_coherent(bound.as_ref(), mask) }?;
+            let handler = EduIrq {
+                bar,
+                seen: AtomicU32::new(0),
+            };
+            Ok(try_pin_init!(Edu {
+                pdev: bound,
+                // SAFETY: The `Irq` is part of the driver's data, which the driver core drops when
+                // the device is unbound, and never leaks.
+                irq <- unsafe { compat::Irq::request(bound, c"edu", Ok::<_, Error>(handler)) },
+            }))
         })
         .pin_chain(|edu| edu.round_trips())
     }
-}
-
-#[pinned_drop]
-impl PinnedDrop for Edu<'_> {
-    fn drop(self: Pin<&mut Self>) {
-        // SAFETY: requested in probe with this cookie (type invariant); freed once, here.
-        unsafe {
-            bindings::free_irq(
-                self.irq,
-                core::ptr::from_ref::<Edu<'_>>(&self).cast_mut().cast(),
-            )
-        };
-    }
-}
-
-/// edu's interrupt handler: acknowledges what the device raised and records it for the waiter.
-///
-/// # Safety
-///
-/// `cookie` is the `Edu` that requested the interrupt, alive until `free_irq` returns.
-unsafe extern "C" fn edu_irq(
-    _irq: kernel::ffi::c_int,
-    cookie: *mut kernel::ffi::c_void,
-) -> bindings::irqreturn_t {
-    // SAFETY: By the function's safety requirement.
-    let edu = unsafe { &*cookie.cast::<Edu<'_>>() };
-    let status = edu.bar.read32(regs::INTERRUPT_STATUS);
-    if status == 0 {
-        return irqreturn::IRQ_NONE;
-    }
-    edu.bar.write32(status, regs::INTERRUPT_ACK);
-    edu.irq_seen.fetch_or(status, Ordering::AcqRel);
-    irqreturn::IRQ_HANDLED
 }
 
 impl Edu<'_> {
@@ -182,18 +151,18 @@ impl Edu<'_> {
         let source = u32::try_from(source).map_err(|_| EINVAL)?;
         let destination = u32::try_from(destination).map_err(|_| EINVAL)?;
         let len = u32::try_from(len).map_err(|_| EINVAL)?;
-        self.irq_seen
-            .fetch_and(!regs::IRQ_DMA_DONE, Ordering::AcqRel);
-        self.bar.write32(source, regs::DMA_SOURCE);
-        self.bar.write32(destination, regs::DMA_DESTINATION);
-        self.bar.write32(len, regs::DMA_COUNT);
+        let irq = self.irq.handler();
+        irq.seen.fetch_and(!regs::IRQ_DMA_DONE, Ordering::AcqRel);
+        irq.bar.write32(source, regs::DMA_SOURCE);
+        irq.bar.write32(destination, regs::DMA_DESTINATION);
+        irq.bar.write32(len, regs::DMA_COUNT);
         let direction = if to_ram { regs::DMA_CMD_TO_RAM } else { 0 };
-        self.bar.write32(
+        irq.bar.write32(
             regs::DMA_CMD_START | regs::DMA_CMD_IRQ | direction,
             regs::DMA_COMMAND,
         );
         let interrupted = read_poll_timeout(
-            || Ok(self.irq_seen.load(Ordering::Acquire)),
+            || Ok(irq.seen.load(Ordering::Acquire)),
             |seen| seen & regs::IRQ_DMA_DONE != 0,
             Delta::from_millis(1),
             Delta::from_millis(DMA_TIMEOUT_MS),
