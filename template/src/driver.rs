@@ -6,22 +6,34 @@
 //! engine and back into a second buffer, waits for each transfer's interrupt and checks every byte:
 //! once with coherent buffers and once with streaming mappings, both from this driver's own
 //! `dma_local`.
+//!
+//! The interrupt is the kernel crate's: an `irq::Registration` (through `compat::Irq`, as the API
+//! differs before 7.3) whose handler owns BAR0, acknowledges what edu raised and signals a
+//! `sync::Completion` per transfer. The crate's completions have no timed wait, so a high-resolution
+//! timer wakes the waiter when a transfer's time is up, and the transfer fails.
 
 mod compat;
 mod dma_local;
 mod regs;
 
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicUsize, Ordering};
 
-use compat::irqreturn;
 use dma_local::{dir, Attrs, Coherent, Gfp, Mask, Streaming};
 use kernel::{
-    bindings,
     device::{Bound, Core},
-    io::{poll::read_poll_timeout, Io},
+    impl_has_hr_timer,
+    io::Io,
+    irq::IrqReturn,
     pci,
     prelude::*,
-    time::Delta,
+    sync::Completion,
+    time::{
+        hrtimer::{
+            HrTimer, HrTimerCallback, HrTimerCallbackContext, HrTimerRestart, RelativeMode,
+            ScopedHrTimerPointer,
+        },
+        Delta, Monotonic,
+    },
 };
 
 /// Declares the module. Its on/off parameter is of type `$flag` and defaults to `$off`: `bool` and
@@ -57,6 +69,9 @@ type Bar0<'bound> = pci::Bar<'bound, { regs::BAR0_SIZE }>;
 /// How long one DMA transfer may take: edu completes one after 100 ms of virtual time.
 const DMA_TIMEOUT_MS: i64 = 2000;
 
+/// The DMA transfers of one bind: two round trips of two transfers each.
+const TRANSFERS: usize = 4;
+
 compat::pci_device_table!(
     PCI_TABLE,
     <EduDriver as pci::Driver>::IdInfo,
@@ -68,19 +83,109 @@ compat::pci_device_table!(
 struct EduDriver;
 
 /// A bound edu device.
+#[pin_data]
+struct Edu<'bound> {
+    pdev: &'bound pci::Device<Bound>,
+    /// edu's interrupt, with what its handler shares with the rest of the driver. Dropping it
+    /// frees the IRQ before the handler's BAR and completions go.
+    #[pin]
+    irq: compat::Irq<'bound, EduIrq<'bound>>,
+}
+
+/// edu's interrupt handler: it acknowledges what the device raised and signals the transfer that
+/// finished.
+struct EduIrq<'bound> {
+    bar: Bar0<'bound>,
+    /// Boxed, so that the driver can arm the watchdog through a `Pin<&Transfers>`: the
+    /// registration lends its handler out as a plain `&EduIrq`.
+    transfers: Pin<KBox<Transfers>>,
+}
+
+impl compat::Handler for EduIrq<'_> {
+    fn handle(&self) -> IrqReturn {
+        let status = self.bar.read32(regs::INTERRUPT_STATUS);
+        if status == 0 {
+            return IrqReturn::None;
+        }
+        self.bar.write32(status, regs::INTERRUPT_ACK);
+        if status & regs::IRQ_DMA_DONE != 0 {
+            self.transfers.finish();
+        }
+        IrqReturn::Handled
+    }
+}
+
+/// The bind's DMA transfers, one after the other, each ended by its interrupt or by a timeout.
+///
+/// The kernel crate's `Completion` signals once (`complete_all`; it has no `reinit_completion`),
+/// so each transfer has its own; nor does it have a timed wait, so [`Transfers::start_and_wait`]
+/// arms `watchdog`, which signals every completion if the time is up first: that transfer fails,
+/// and so would any later one, but probe gives up at the first.
 ///
 /// # Invariants
 ///
-/// While this exists, `irq` is requested with a pointer to this (pinned) object as its cookie.
-#[pin_data(PinnedDrop)]
-struct Edu<'bound> {
-    pdev: &'bound pci::Device<Bound>,
-    bar: Bar0<'bound>,
-    /// Interrupt status bits the handler has acknowledged and not yet consumed.
-    irq_seen: AtomicU32,
-    irq: u32,
-    /// Dropped after the handler is freed in `PinnedDrop`.
-    _vectors: compat::IrqVectors<'bound>,
+/// `finished` counts the transfers whose interrupt came; `completions[..finished]` are signalled
+/// (and, once the watchdog has fired, all of them).
+#[pin_data]
+struct Transfers {
+    #[pin]
+    completions: [Completion; TRANSFERS],
+    finished: AtomicUsize,
+    #[pin]
+    watchdog: HrTimer<Self>,
+}
+
+impl Transfers {
+    fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            completions <- pin_init::pin_init_array_from_fn(|_| Completion::new()),
+            finished: AtomicUsize::new(0),
+            watchdog <- HrTimer::new(),
+        })
+    }
+
+    /// Runs the next transfer: `start` starts it, and this waits for its interrupt, at most
+    /// `timeout` (`ETIMEDOUT`).
+    fn start_and_wait(self: Pin<&Self>, timeout: Delta, start: impl FnOnce()) -> Result {
+        let next = self.finished.load(Ordering::Acquire);
+        let done = self.completions.get(next).ok_or(EINVAL)?;
+        self.start_scoped(timeout, || {
+            start();
+            done.wait_for_completion();
+        });
+        if self.finished.load(Ordering::Acquire) > next {
+            Ok(())
+        } else {
+            Err(ETIMEDOUT)
+        }
+    }
+
+    /// Called by the interrupt handler when a transfer has finished.
+    fn finish(&self) {
+        // INVARIANT: The completion of transfer `finished` is signalled as `finished` goes past it.
+        let finished = self.finished.fetch_add(1, Ordering::AcqRel);
+        if let Some(done) = self.completions.get(finished) {
+            done.complete_all();
+        }
+    }
+}
+
+impl HrTimerCallback for Transfers {
+    type Pointer<'a> = Pin<&'a Self>;
+
+    /// A transfer's time is up: wakes its waiter, which finds it unfinished.
+    fn run(this: Pin<&Self>, _ctx: HrTimerCallbackContext<'_, Self>) -> HrTimerRestart {
+        for done in &this.completions {
+            done.complete_all();
+        }
+        HrTimerRestart::NoRestart
+    }
+}
+
+impl_has_hr_timer! {
+    impl HasHrTimer<Self> for Transfers {
+        mode: RelativeMode<Monotonic>, field: self.watchdog
+    }
 }
 
 impl pci::Driver for EduDriver {
@@ -95,78 +200,31 @@ impl pci::Driver for EduDriver {
         #[cfg(kernel_before_7_3)] _info: &'bound Self::IdInfo,
     ) -> impl PinInit<Self::Data<'bound>, Error> + 'bound {
         let bound: &'bound pci::Device<Bound> = pdev;
-        try_pin_init!(&this in Edu {
-            pdev: {
-                dma_local::enable_bus_master(pdev)?;
-                bound
-            },
-            bar: {
-                let bar = bound.iomap_region_sized::<{ regs::BAR0_SIZE }>(0, c"edu")?;
-                let id = bar.read32(regs::IDENTIFICATION);
-                if id & regs::IDENTIFICATION_MAGIC_MASK != regs::IDENTIFICATION_MAGIC {
-                    dev_info!(bound, "not an edu device (identification {:#x})\n", id);
-                    return Err(ENODEV);
-                }
-                let mask = Mask::bits(regs::DMA_ADDRESS_BITS)?;
-                // SAFETY: Nothing of this device is allocated or mapped yet: its buffers come
-                // after probe.
-                unsafe { dma_local::set_mask_and_coherent(bound.as_ref(), mask) }?;
-                bar
-            },
-            irq_seen: AtomicU32::new(0),
-            _vectors: bound.alloc_irq_vectors(1, 1, pci::IrqTypes::all())?,
-            irq: compat::first_irq(_vectors)?,
-            _: {
-                // SAFETY: `edu_irq` matches `irq_handler_t`; the cookie points to this pinned
-                // `Edu`, whose fields are all initialised and which frees the IRQ in `PinnedDrop`
-                // before they go.
-                kernel::error::to_result(unsafe {
-                    bindings::request_threaded_irq(
-                        *irq,
-                        Some(edu_irq),
-                        None,
-                        bindings::IRQF_SHARED as usize,
-                        c"edu".as_char_ptr(),
-                        this.as_ptr().cast(),
-                    )
-                })?;
-            },
+        pin_init::pin_init_scope(move || {
+            dma_local::enable_bus_master(pdev)?;
+            let bar = bound.iomap_region_sized::<{ regs::BAR0_SIZE }>(0, c"edu")?;
+            let id = bar.read32(regs::IDENTIFICATION);
+            if id & regs::IDENTIFICATION_MAGIC_MASK != regs::IDENTIFICATION_MAGIC {
+                dev_info!(bound, "not an edu device (identification {:#x})\n", id);
+                return Err(ENODEV);
+            }
+            let mask = Mask::bits(regs::DMA_ADDRESS_BITS)?;
+            // SAFETY: Nothing of this device is allocated or mapped yet: its buffers come after
+            // probe.
+            unsafe { dma_local::set_mask_and_coherent(bound.as_ref(), mask) }?;
+            let handler = EduIrq {
+                bar,
+                transfers: KBox::pin_init(Transfers::new(), GFP_KERNEL)?,
+            };
+            Ok(try_pin_init!(Edu {
+                pdev: bound,
+                // SAFETY: The `Irq` is part of the driver's data, which is dropped when probe fails
+                // or the device is unbound, and never leaked.
+                irq <- unsafe { compat::Irq::request(bound, c"edu", Ok::<_, Error>(handler)) },
+            }))
         })
         .pin_chain(|edu| edu.round_trips())
     }
-}
-
-#[pinned_drop]
-impl PinnedDrop for Edu<'_> {
-    fn drop(self: Pin<&mut Self>) {
-        // SAFETY: requested in probe with this cookie (type invariant); freed once, here.
-        unsafe {
-            bindings::free_irq(
-                self.irq,
-                core::ptr::from_ref::<Edu<'_>>(&self).cast_mut().cast(),
-            )
-        };
-    }
-}
-
-/// edu's interrupt handler: acknowledges what the device raised and records it for the waiter.
-///
-/// # Safety
-///
-/// `cookie` is the `Edu` that requested the interrupt, alive until `free_irq` returns.
-unsafe extern "C" fn edu_irq(
-    _irq: kernel::ffi::c_int,
-    cookie: *mut kernel::ffi::c_void,
-) -> bindings::irqreturn_t {
-    // SAFETY: By the function's safety requirement.
-    let edu = unsafe { &*cookie.cast::<Edu<'_>>() };
-    let status = edu.bar.read32(regs::INTERRUPT_STATUS);
-    if status == 0 {
-        return irqreturn::IRQ_NONE;
-    }
-    edu.bar.write32(status, regs::INTERRUPT_ACK);
-    edu.irq_seen.fetch_or(status, Ordering::AcqRel);
-    irqreturn::IRQ_HANDLED
 }
 
 impl Edu<'_> {
@@ -182,30 +240,29 @@ impl Edu<'_> {
         let source = u32::try_from(source).map_err(|_| EINVAL)?;
         let destination = u32::try_from(destination).map_err(|_| EINVAL)?;
         let len = u32::try_from(len).map_err(|_| EINVAL)?;
-        self.irq_seen
-            .fetch_and(!regs::IRQ_DMA_DONE, Ordering::AcqRel);
-        self.bar.write32(source, regs::DMA_SOURCE);
-        self.bar.write32(destination, regs::DMA_DESTINATION);
-        self.bar.write32(len, regs::DMA_COUNT);
         let direction = if to_ram { regs::DMA_CMD_TO_RAM } else { 0 };
-        self.bar.write32(
-            regs::DMA_CMD_START | regs::DMA_CMD_IRQ | direction,
-            regs::DMA_COMMAND,
-        );
-        let interrupted = read_poll_timeout(
-            || Ok(self.irq_seen.load(Ordering::Acquire)),
-            |seen| seen & regs::IRQ_DMA_DONE != 0,
-            Delta::from_millis(1),
-            Delta::from_millis(DMA_TIMEOUT_MS),
-        );
-        if interrupted.is_err() {
-            dev_err!(
-                self.pdev,
-                "DMA transfer got no interrupt within {} ms\n",
-                DMA_TIMEOUT_MS
-            );
-        }
-        interrupted.map(drop)
+        let irq = self.irq.handler();
+        let bar = &irq.bar;
+        irq.transfers
+            .as_ref()
+            .start_and_wait(Delta::from_millis(DMA_TIMEOUT_MS), || {
+                bar.write32(source, regs::DMA_SOURCE);
+                bar.write32(destination, regs::DMA_DESTINATION);
+                bar.write32(len, regs::DMA_COUNT);
+                bar.write32(
+                    regs::DMA_CMD_START | regs::DMA_CMD_IRQ | direction,
+                    regs::DMA_COMMAND,
+                );
+            })
+            .inspect_err(|&e| {
+                if e == ETIMEDOUT {
+                    dev_err!(
+                        self.pdev,
+                        "DMA transfer got no interrupt within {} ms\n",
+                        DMA_TIMEOUT_MS
+                    );
+                }
+            })
     }
 
     /// Both round trips; probe fails unless every byte comes back.
