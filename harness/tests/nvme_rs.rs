@@ -4,7 +4,7 @@
 
 use harness::{
     nvme::{self, BIND_ALTERNATELY},
-    Drive, Scenario, MIB,
+    Drive, MIB,
 };
 
 const SCRIPT: &str = include_str!("../guest/scenarios/nvme_rs/guest.sh");
@@ -24,12 +24,7 @@ fn nvme_rs_against_the_c_nvme() {
         .nvme(drives())
         .script(&format!("{BIND_ALTERNATELY}{SCRIPT}"))
         .timeout(std::time::Duration::from_secs(1200));
-    let outcome = Scenario::new("nvme-rs")
-        .vm(vm)
-        .run()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let outcome = nvme::run_against_the_c_driver("nvme-rs", vm);
     let dut = outcome.vm("dut");
-    assert_eq!(dut.diagnostic("rs_sha"), dut.diagnostic("c_sha"));
-    assert_eq!(dut.diagnostic("rs_sha").len(), 64, "a sha256 was computed");
     assert_eq!(dut.diagnostic("cycles"), "100");
 }
