@@ -187,14 +187,14 @@ impl<'bound> Nvme<'bound> {
         // A timed-out Identify kills the controller (`admin_command`) before `buf` goes.
         let id =
             IdentifyController::parse(&ctrl.admin_command(|admin, bar| {
-                admin.identify(bar, command::CNS_CONTROLLER, 0, &buf)
+                admin.identify(bar, command::Cns::Controller, 0, &buf)
             })?)?;
 
         // Older controllers do not have this structure: no limits then. Before 1.2 the CNS field
         // had two bits or one, and CNS 06h would be read as another.
         let nvm_id = if ctrl.version() >= regs::VS_1_2 {
             ctrl.admin_command(|admin, bar| {
-                admin.identify(bar, command::CNS_NVM_CONTROLLER, 0, &buf)
+                admin.identify(bar, command::Cns::NvmController, 0, &buf)
             })
             .and_then(|data| IdentifyNvmController::parse(&data))
             .unwrap_or_default()
@@ -269,7 +269,7 @@ impl<'bound> Nvme<'bound> {
             max_transfer = max_transfer.min(ctrl.cap.min_page_size() << id.mdts);
         }
         let list = ctrl.admin_command(|admin, bar| {
-            admin.identify(bar, command::CNS_ACTIVE_NAMESPACES, 0, &buf)
+            admin.identify(bar, command::Cns::ActiveNamespaces, 0, &buf)
         })?;
         for nsid in list
             .chunks_exact(4)
@@ -277,7 +277,7 @@ impl<'bound> Nvme<'bound> {
             .take_while(|&nsid| nsid != 0 && nsid <= id.nn)
         {
             let data = ctrl.admin_command(|admin, bar| {
-                admin.identify(bar, command::CNS_NAMESPACE, nsid, &buf)
+                admin.identify(bar, command::Cns::Namespace, nsid, &buf)
             })?;
             let ns = IdentifyNamespace::parse(&data)?;
             if ns.nsze == 0 || ns.metadata_size != 0 || !(9..=12).contains(&ns.lba_shift) {

@@ -22,7 +22,10 @@ use kernel::{
 };
 
 use crate::blk::{self, Op, Piece, Request, Status, TimeoutAction};
-use crate::command::{self, nvm, Command};
+use crate::command::{
+    self, dsm_range, Command, DatasetManagement, Flush, LbaRange, Read, SglDescriptor, Write,
+    WriteZeroes,
+};
 use crate::compat::irqreturn;
 use crate::controller::{Controller, LIST_BLOCK_BYTES, PRP_LIST_ENTRIES};
 use crate::dma_local::{Attrs, Direction, Gfp, Mapping, PoolBlock};
@@ -46,12 +49,10 @@ const GENERATION_MASK: u8 = 0xf;
 fn command_id(tag: u16, generation: u8) -> u16 {
     (tag & CID_TAG_MASK) | (u16::from(generation & GENERATION_MASK) << CID_TAG_BITS)
 }
-/// The bytes of an SGL Data Block descriptor.
-const SGL_DESCRIPTOR_BYTES: usize = 16;
 // A list block holds a PRP list, and an SGL descriptor for every segment.
 const _: () = assert!(
     8 * PRP_LIST_ENTRIES <= LIST_BLOCK_BYTES
-        && SGL_DESCRIPTOR_BYTES * MAX_SEGMENTS <= LIST_BLOCK_BYTES
+        && SglDescriptor::BYTES * MAX_SEGMENTS <= LIST_BLOCK_BYTES
 );
 
 /// A namespace as its disk's requests see it (the disk's `queuedata`).
@@ -220,14 +221,14 @@ impl<'a> IoQueue<'a> {
             DataPointer::Prps => bump(&self.prp_commands),
             DataPointer::Sgl => bump(&self.sgl_commands),
             DataPointer::None => {
-                if queued.opcode == nvm::DATASET_MANAGEMENT {
+                if let Some(ranges) = queued.dsm_ranges() {
                     bump(&self.dsm_commands);
-                    add(&self.dsm_ranges, u64::from(queued.cdw10 & 0xff) + 1);
+                    add(&self.dsm_ranges, u64::from(ranges));
                 }
                 return;
             }
         }
-        if queued.cdw12 & command::RW_FUA != 0 {
+        if queued.is_fua() {
             bump(&self.fua_commands);
         }
     }
@@ -658,11 +659,7 @@ fn submit<'a>(
     if queue.ctrl.is_dead() {
         return Err(Status::IOERR);
     }
-    let mut command = Command {
-        nsid: ns.nsid,
-        ..Command::default()
-    };
-    let data_pointer = {
+    let (command, data_pointer) = {
         // SAFETY: The pdu was initialised by `init_request`.
         let pdu = unsafe { &*rq.pdu() };
         pdu.status.store(0, Ordering::Relaxed);
@@ -671,12 +668,14 @@ fn submit<'a>(
         pdu.aborted.store(false, Ordering::Relaxed);
         let generation = pdu.generation.load(Ordering::Relaxed).wrapping_add(1) & GENERATION_MASK;
         pdu.generation.store(generation, Ordering::Relaxed);
-        command.cid = command_id(rq.tag(), generation);
         // SAFETY: blk-mq gave the request to the driver, and the controller has not seen it: the
         // data is the submitter's.
         let data = unsafe { pdu.data() };
-        match prepare(queue, ns, rq, data, &mut command) {
-            Ok(pointer) => pointer,
+        match prepare(queue, ns, rq, data) {
+            Ok((mut command, pointer)) => {
+                command.set_cid(command_id(rq.tag(), generation));
+                (command, pointer)
+            }
             Err(status) => {
                 data.release();
                 return Err(status);
@@ -744,25 +743,11 @@ enum DataPointer {
     Sgl,
 }
 
-/// Sets `command` to `opcode` over `rq`'s logical blocks: the starting LBA and the 0's based
-/// count, which has 16 bits (the disk's limits keep requests within it).
+/// `rq`'s logical blocks, which a command holds (the disk's limits keep requests within its 16
+/// bits of block count).
 #[inline]
-fn set_block_range(
-    command: &mut Command,
-    opcode: u8,
-    ns: &Namespace,
-    rq: &Request<Pdu<'_>>,
-) -> Result<(), Status> {
-    let blocks = ns.block_count(rq);
-    if blocks == 0 || blocks > 0x1_0000 {
-        return Err(Status::IOERR);
-    }
-    let slba = ns.first_block(rq);
-    command.opcode = opcode;
-    command.cdw10 = slba as u32;
-    command.cdw11 = (slba >> 32) as u32;
-    command.cdw12 = blocks - 1;
-    Ok(())
+fn lba_range(ns: &Namespace, rq: &Request<Pdu<'_>>) -> Result<LbaRange, Status> {
+    LbaRange::new(ns.nsid, ns.first_block(rq), ns.block_count(rq)).ok_or(Status::IOERR)
 }
 
 /// Whether atomic write `rq` lies within the disk's atomic write limits. NVMe has no atomic write
@@ -778,23 +763,22 @@ fn fits_atomic_write(rq: &Request<Pdu<'_>>) -> bool {
             || (bytes <= boundary && start / u64::from(boundary) == last / u64::from(boundary)))
 }
 
-/// Fills in `command` for `rq`, mapping its data into `pdu`.
+/// The command for `rq` (without its command identifier), with its data mapped into `pdu`.
 fn prepare<'a>(
     queue: &'a IoQueue<'a>,
     ns: &Namespace,
     rq: &Request<Pdu<'a>>,
     pdu: &mut PduData<'a>,
-    command: &mut Command,
-) -> Result<DataPointer, Status> {
+) -> Result<(Command, DataPointer), Status> {
     Ok(match rq.op() {
-        Op::Flush => {
-            command.opcode = nvm::FLUSH;
-            DataPointer::None
-        }
-        Op::WriteZeroes => {
-            set_block_range(command, nvm::WRITE_ZEROES, ns, rq)?;
-            DataPointer::None
-        }
+        Op::Flush => (Flush { nsid: ns.nsid }.into(), DataPointer::None),
+        Op::WriteZeroes => (
+            WriteZeroes {
+                range: lba_range(ns, rq)?,
+            }
+            .into(),
+            DataPointer::None,
+        ),
         Op::Discard => {
             let mut ranges = queue
                 .ctrl
@@ -804,9 +788,10 @@ fn prepare<'a>(
             // Each range: context attributes (none) and length in logical blocks, then the
             // starting LBA. The rest of the block stays zero.
             let mut write_range = |index: usize, first_block: u64, blocks: u32| {
+                let [first, second] = dsm_range(first_block, blocks);
                 ranges
-                    .write(2 * index, u64::from(blocks) << 32)
-                    .and_then(|()| ranges.write(2 * index + 1, first_block))
+                    .write(2 * index, first)
+                    .and_then(|()| ranges.write(2 * index + 1, second))
                     .map_err(|_| Status::IOERR)
             };
             // The block layer counts a discard's bios as its segments (one where the disk takes
@@ -827,27 +812,28 @@ fn prepare<'a>(
             if written != usize::from(count) {
                 return Err(Status::IOERR);
             }
-            command.opcode = nvm::DATASET_MANAGEMENT;
-            command.prp1 = ranges.dma_handle();
-            command.cdw10 = u32::from(count - 1);
-            command.cdw11 = command::DSM_ATTR_DEALLOCATE;
+            let command = DatasetManagement {
+                nsid: ns.nsid,
+                prp1: ranges.dma_handle(),
+                nr: count,
+                ad: true,
+            }
+            .into();
             pdu.list = Some(ranges);
-            DataPointer::None
+            (command, DataPointer::None)
         }
         op @ (Op::Read | Op::Write) => {
             let bytes = rq.bytes();
-            let (opcode, dir) = if op == Op::Read {
-                (nvm::READ, Direction::FromDevice)
-            } else {
-                (nvm::WRITE, Direction::ToDevice)
-            };
-            set_block_range(command, opcode, ns, rq)?;
+            let range = lba_range(ns, rq)?;
             if rq.is_atomic() && !fits_atomic_write(rq) {
                 return Err(Status::INVAL);
             }
-            if rq.is_fua() {
-                command.cdw12 |= command::RW_FUA;
-            }
+            let fua = rq.is_fua();
+            let (mut command, dir): (Command, _) = if op == Op::Read {
+                (Read { range, fua }.into(), Direction::FromDevice)
+            } else {
+                (Write { range, fua }.into(), Direction::ToDevice)
+            };
             let segments = map_data(queue, rq, pdu, dir)?;
             // Like the C driver: PRPs describe every page, an SGL every segment, which costs the
             // controller less when segments are large, and describes segments that start or end
@@ -856,15 +842,16 @@ fn prepare<'a>(
             let sgl_first = queue
                 .sgl_threshold
                 .is_some_and(|threshold| average >= threshold);
-            if !sgl_first && build_prps(queue, pdu, command)? {
+            let pointer = if !sgl_first && build_prps(queue, pdu, &mut command)? {
                 DataPointer::Prps
             } else if queue.sgl_threshold.is_some() {
-                build_sgl(queue, pdu, command)?;
+                build_sgl(queue, pdu, &mut command)?;
                 DataPointer::Sgl
             } else {
                 // Not reached: without SGLs the disk's virtual boundary keeps such data apart.
                 return Err(Status::IOERR);
-            }
+            };
+            (command, pointer)
         }
         Op::Other(_) => return Err(Status::NOTSUPP),
     })
@@ -943,15 +930,14 @@ fn build_sgl<'a>(
     pdu: &mut PduData<'a>,
     command: &mut Command,
 ) -> Result<(), Status> {
-    // A descriptor's second quadword: length in bits 31:0, descriptor type in bits 63:60.
-    let descriptor = |length: u64, kind: u64| length | (kind << 60);
-    command.flags |= command::FLAGS_PSDT_SGL;
     if let Some(map) = pdu.single_mapping() {
-        command.prp1 = map.dma_handle();
-        command.prp2 = descriptor(map.len() as u64, command::SGL_DATA_BLOCK);
+        command.set_sgl(SglDescriptor::data_block(
+            map.dma_handle(),
+            map.len() as u32,
+        ));
         return Ok(());
     }
-    // A block holds a descriptor for every segment (asserted with `SGL_DESCRIPTOR_BYTES`).
+    // A block holds a descriptor for every segment (asserted with `SglDescriptor::BYTES`).
     let mut list = queue
         .ctrl
         .list_pool
@@ -959,21 +945,17 @@ fn build_sgl<'a>(
         .map_err(|_| Status::RESOURCE)?;
     let mut count = 0;
     for map in pdu.mappings() {
-        list.write(2 * count, map.dma_handle())
-            .and_then(|()| {
-                list.write(
-                    2 * count + 1,
-                    descriptor(map.len() as u64, command::SGL_DATA_BLOCK),
-                )
-            })
+        let [address, length] =
+            SglDescriptor::data_block(map.dma_handle(), map.len() as u32).quadwords();
+        list.write(2 * count, address)
+            .and_then(|()| list.write(2 * count + 1, length))
             .map_err(|_| Status::IOERR)?;
         count += 1;
     }
-    command.prp1 = list.dma_handle();
-    command.prp2 = descriptor(
-        (SGL_DESCRIPTOR_BYTES * count) as u64,
-        command::SGL_LAST_SEGMENT,
-    );
+    command.set_sgl(SglDescriptor::last_segment(
+        list.dma_handle(),
+        (SglDescriptor::BYTES * count) as u32,
+    ));
     pdu.list = Some(list);
     Ok(())
 }
@@ -993,16 +975,14 @@ fn build_prps<'a>(
         let end = start + map.len() as u64;
         let second_page = (start / PAGE + 1) * PAGE;
         if end <= second_page + PAGE {
-            command.prp1 = start;
-            if end > second_page {
-                command.prp2 = second_page;
-            }
+            command.set_prps(start, if end > second_page { second_page } else { 0 });
             return Ok(true);
         }
     }
     // Every page the data touches, in order, in one pass: PRP1, then PRP2, or from the third page
     // on a PRP list that PRP2 points at and that starts with the second page.
     let mut pages = 0usize;
+    let mut first = 0;
     let mut second = 0;
     let mut list: Option<PoolBlock<'a, 'a, u64>> = None;
     let mut previous_end = None;
@@ -1015,7 +995,7 @@ fn build_prps<'a>(
         let mut page = start;
         while page < end {
             match pages {
-                0 => command.prp1 = page,
+                0 => first = page,
                 1 => second = page,
                 _ => {
                     let list = match list.as_mut() {
@@ -1043,10 +1023,10 @@ fn build_prps<'a>(
     }
     match list {
         Some(list) => {
-            command.prp2 = list.dma_handle();
+            command.set_prps(first, list.dma_handle());
             pdu.list = Some(list);
         }
-        None => command.prp2 = second,
+        None => command.set_prps(first, second),
     }
     Ok(true)
 }
