@@ -24,8 +24,6 @@ use crate::shadow::ShadowDoorbells;
 
 /// The most I/O queues (and their interrupt vectors) this driver sets up.
 pub(crate) const MAX_IO_QUEUES: usize = 16;
-/// Entries of a PRP list: enough for the largest request plus its offset.
-pub(crate) const PRP_LIST_ENTRIES: usize = 128;
 /// Bytes of a list block from the pool, a page as in the C driver: a PRP list, an SGL with a
 /// descriptor for each segment of the largest request, or Dataset Management ranges, as many as a
 /// command can hold, since a controller may read that much whatever the command's count says.

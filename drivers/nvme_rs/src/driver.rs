@@ -15,8 +15,10 @@ mod compat;
 mod controller;
 mod dma_local;
 mod io;
+mod prp;
 mod queue;
 mod regs;
+mod sgl;
 mod shadow;
 
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -262,7 +264,7 @@ impl<'bound> Nvme<'bound> {
         // The largest transfer: what the PRP list holds, no more than MDTS allows, and no more than
         // one mapping may hold cheaply (an IOMMU's cached range, a bounce buffer's limit), since
         // contiguous data is mapped at once; the C driver bounds it by `dma_opt_mapping_size` too.
-        let mut max_transfer = io::MAX_TRANSFER.min(
+        let mut max_transfer = prp::MAX_TRANSFER.min(
             dma_local::opt_mapping_size(ctrl.pdev.as_ref()) / regs::PAGE_SIZE * regs::PAGE_SIZE,
         );
         if id.mdts > 0 {
@@ -297,7 +299,7 @@ impl<'bound> Nvme<'bound> {
                 logical_block_size: 1 << ns.lba_shift,
                 capacity_sectors: ns.nsze << (ns.lba_shift - 9),
                 max_hw_sectors: (max_transfer >> 9) as u32,
-                max_segments: io::MAX_SEGMENTS as u16,
+                max_segments: prp::MAX_SEGMENTS as u16,
                 // As in the C driver: segments may start or end inside a page only where an SGL
                 // can describe them.
                 virt_boundary_mask: if sgls { 0 } else { regs::PAGE_SIZE as u64 - 1 },

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The I/O path: I/O queue pairs, the blk-mq callbacks that turn requests into NVM commands with
-//! PRPs, the interrupt handler that completes them, and the timeout handler.
+//! The I/O path: I/O queue pairs, the blk-mq callbacks that turn requests into NVM commands, the
+//! interrupt handler that completes them, and the timeout handler.
 //!
-//! A request's data is mapped segment by segment with `dma_local::Mapping`, described to the
-//! controller by PRP1/PRP2 and, beyond two pages, by a PRP list from the controller's `dma_local`
-//! pool. The mappings and the list live in the request's per-request data ([`Pdu`]) until the
-//! request completes.
+//! A request's data is mapped segment by segment with `dma_local::Mapping`, and described to the
+//! controller with PRPs (`prp.rs`) or an SGL (`sgl.rs`), whose lists are blocks of the
+//! controller's `dma_local` pool. The mappings and the list live in the request's per-request
+//! data ([`Pdu`]) until the request completes.
 
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU16, AtomicU64, AtomicU8, Ordering};
@@ -23,20 +23,14 @@ use kernel::{
 
 use crate::blk::{self, Op, Piece, Request, Status, TimeoutAction};
 use crate::command::{
-    self, dsm_range, Command, DatasetManagement, Flush, LbaRange, Read, SglDescriptor, Write,
-    WriteZeroes,
+    self, dsm_range, Command, DatasetManagement, Flush, LbaRange, Read, Write, WriteZeroes,
 };
 use crate::compat::irqreturn;
-use crate::controller::{Controller, LIST_BLOCK_BYTES, PRP_LIST_ENTRIES};
+use crate::controller::Controller;
 use crate::dma_local::{Attrs, Direction, Gfp, Mapping, PoolBlock};
+use crate::prp::{self, MAX_SEGMENTS};
 use crate::queue::{doorbells, CompletionQueue, SubmissionQueue};
-use crate::regs::PAGE_SIZE;
-
-/// The most segments of one request: its largest size in pages, plus one for a first page that
-/// starts at an offset.
-pub(crate) const MAX_SEGMENTS: usize = PRP_LIST_ENTRIES + 1;
-/// The largest request in bytes.
-pub(crate) const MAX_TRANSFER: usize = PRP_LIST_ENTRIES * PAGE_SIZE;
+use crate::sgl;
 
 /// A command identifier is the request's tag in its low 12 bits (queues hold at most 4,095
 /// entries) and the request's generation, counted up at every submission, in the high 4 (C's
@@ -49,11 +43,6 @@ const GENERATION_MASK: u8 = 0xf;
 fn command_id(tag: u16, generation: u8) -> u16 {
     (tag & CID_TAG_MASK) | (u16::from(generation & GENERATION_MASK) << CID_TAG_BITS)
 }
-// A list block holds a PRP list, and an SGL descriptor for every segment.
-const _: () = assert!(
-    8 * PRP_LIST_ENTRIES <= LIST_BLOCK_BYTES
-        && SglDescriptor::BYTES * MAX_SEGMENTS <= LIST_BLOCK_BYTES
-);
 
 /// A namespace as its disk's requests see it (the disk's `queuedata`).
 pub(crate) struct Namespace {
@@ -842,10 +831,20 @@ fn prepare<'a>(
             let sgl_first = queue
                 .sgl_threshold
                 .is_some_and(|threshold| average >= threshold);
-            let pointer = if !sgl_first && build_prps(queue, pdu, &mut command)? {
+            let pool = &queue.ctrl.list_pool;
+            let prps = if sgl_first {
+                None
+            } else {
+                prp::build(pool, pdu.single_mapping(), pdu.mappings())?
+            };
+            let pointer = if let Some(prps) = prps {
+                command.set_prps(prps.prp1, prps.prp2);
+                pdu.list = prps.list;
                 DataPointer::Prps
             } else if queue.sgl_threshold.is_some() {
-                build_sgl(queue, pdu, &mut command)?;
+                let sgl = sgl::build(pool, pdu.single_mapping(), pdu.mappings())?;
+                command.set_sgl(sgl.sgl1);
+                pdu.list = sgl.list;
                 DataPointer::Sgl
             } else {
                 // Not reached: without SGLs the disk's virtual boundary keeps such data apart.
@@ -921,114 +920,6 @@ unsafe fn map_run<'a>(
     // SAFETY: By the function's safety requirement.
     unsafe { Mapping::from_page(queue.dev, run.page, run.offset, run.len, dir, Attrs::NONE) }
         .map_err(|_| Status::RESOURCE)
-}
-
-/// Describes the mapped data with an SGL: one Data Block descriptor in the command, or a Last
-/// Segment descriptor pointing at a list of them from the pool.
-fn build_sgl<'a>(
-    queue: &'a IoQueue<'a>,
-    pdu: &mut PduData<'a>,
-    command: &mut Command,
-) -> Result<(), Status> {
-    if let Some(map) = pdu.single_mapping() {
-        command.set_sgl(SglDescriptor::data_block(
-            map.dma_handle(),
-            map.len() as u32,
-        ));
-        return Ok(());
-    }
-    // A block holds a descriptor for every segment (asserted with `SglDescriptor::BYTES`).
-    let mut list = queue
-        .ctrl
-        .list_pool
-        .alloc_unzeroed(Gfp::ATOMIC | Gfp::NOWARN)
-        .map_err(|_| Status::RESOURCE)?;
-    let mut count = 0;
-    for map in pdu.mappings() {
-        let [address, length] =
-            SglDescriptor::data_block(map.dma_handle(), map.len() as u32).quadwords();
-        list.write(2 * count, address)
-            .and_then(|()| list.write(2 * count + 1, length))
-            .map_err(|_| Status::IOERR)?;
-        count += 1;
-    }
-    command.set_sgl(SglDescriptor::last_segment(
-        list.dma_handle(),
-        (SglDescriptor::BYTES * count) as u32,
-    ));
-    pdu.list = Some(list);
-    Ok(())
-}
-
-/// Describes the mapped data with PRP1, PRP2 and, beyond two pages, a PRP list; `false`, keeping
-/// nothing, when PRPs cannot describe it: only the first mapping may start inside a page, and only
-/// the last may end inside one (data the disk allows only when the controller has SGLs).
-fn build_prps<'a>(
-    queue: &'a IoQueue<'a>,
-    pdu: &mut PduData<'a>,
-    command: &mut Command,
-) -> Result<bool, Status> {
-    const PAGE: u64 = PAGE_SIZE as u64;
-    // The common case, as in the C driver: one mapping within two pages needs no list.
-    if let Some(map) = pdu.single_mapping() {
-        let start = map.dma_handle();
-        let end = start + map.len() as u64;
-        let second_page = (start / PAGE + 1) * PAGE;
-        if end <= second_page + PAGE {
-            command.set_prps(start, if end > second_page { second_page } else { 0 });
-            return Ok(true);
-        }
-    }
-    // Every page the data touches, in order, in one pass: PRP1, then PRP2, or from the third page
-    // on a PRP list that PRP2 points at and that starts with the second page.
-    let mut pages = 0usize;
-    let mut first = 0;
-    let mut second = 0;
-    let mut list: Option<PoolBlock<'a, 'a, u64>> = None;
-    let mut previous_end = None;
-    for map in pdu.mappings() {
-        let (start, end) = (map.dma_handle(), map.dma_handle() + map.len() as u64);
-        if previous_end.is_some_and(|previous: u64| previous % PAGE != 0 || start % PAGE != 0) {
-            return Ok(false);
-        }
-        previous_end = Some(end);
-        let mut page = start;
-        while page < end {
-            match pages {
-                0 => first = page,
-                1 => second = page,
-                _ => {
-                    let list = match list.as_mut() {
-                        Some(list) => list,
-                        None => {
-                            let mut new = queue
-                                .ctrl
-                                .list_pool
-                                .alloc_unzeroed(Gfp::ATOMIC | Gfp::NOWARN)
-                                .map_err(|_| Status::RESOURCE)?;
-                            new.write(0, second).map_err(|_| Status::IOERR)?;
-                            list.insert(new)
-                        }
-                    };
-                    // Only a request larger than the disk's limit has more pages.
-                    if pages > PRP_LIST_ENTRIES {
-                        return Err(Status::IOERR);
-                    }
-                    list.write(pages - 1, page).map_err(|_| Status::IOERR)?;
-                }
-            }
-            pages += 1;
-            page = (page / PAGE + 1) * PAGE;
-        }
-    }
-    match list {
-        Some(list) => {
-            command.set_prps(first, list.dma_handle());
-            pdu.list = Some(list);
-        }
-        None => command.set_prps(first, second),
-    }
-    Ok(true)
 }
 
 /// Ends a batch of successful requests (`CompletionBatch::complete`).
