@@ -15,6 +15,7 @@ mod compat;
 mod controller;
 mod dma_local;
 mod io;
+mod namespace;
 mod prp;
 mod queue;
 mod regs;
@@ -30,17 +31,17 @@ use kernel::{
     ffi::c_void,
     pci,
     prelude::*,
-    str::CString,
     sync::Arc,
     time::msecs_to_jiffies,
 };
 
-use blk::{Disk, DiskConfig, TagSet, TagSetConfig};
-use command::{IdentifyController, IdentifyNamespace, IdentifyNvmController};
+use blk::{Disk, TagSet, TagSetConfig};
+use command::{IdentifyController, IdentifyNvmController};
 use compat::param;
 use controller::{Controller, MAX_IO_QUEUES};
 use dma_local::{Coherent, Gfp, Mask};
-use io::{IoQueue, Namespace, SentCounts};
+use io::{IoQueue, SentCounts};
+use namespace::{ControllerLimits, Namespace};
 
 kernel::module_pci_driver! {
     type: NvmeDriver,
@@ -261,99 +262,17 @@ impl<'bound> Nvme<'bound> {
             }
         }
 
-        // The largest transfer: what the PRP list holds, no more than MDTS allows, and no more than
-        // one mapping may hold cheaply (an IOMMU's cached range, a bounce buffer's limit), since
-        // contiguous data is mapped at once; the C driver bounds it by `dma_opt_mapping_size` too.
-        let mut max_transfer = prp::MAX_TRANSFER.min(
-            dma_local::opt_mapping_size(ctrl.pdev.as_ref()) / regs::PAGE_SIZE * regs::PAGE_SIZE,
-        );
-        if id.mdts > 0 {
-            max_transfer = max_transfer.min(ctrl.cap.min_page_size() << id.mdts);
-        }
-        let list = ctrl.admin_command(|admin, bar| {
-            admin.identify(bar, command::Cns::ActiveNamespaces, 0, &buf)
-        })?;
-        for nsid in list
-            .chunks_exact(4)
-            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .take_while(|&nsid| nsid != 0 && nsid <= id.nn)
-        {
-            let data = ctrl.admin_command(|admin, bar| {
-                admin.identify(bar, command::Cns::Namespace, nsid, &buf)
-            })?;
-            let ns = IdentifyNamespace::parse(&data)?;
-            if ns.nsze == 0 || ns.metadata_size != 0 || !(9..=12).contains(&ns.lba_shift) {
-                dev_info!(pdev, "namespace {} skipped: unsupported format\n", nsid);
-                continue;
-            }
-            let namespace = KBox::new(
-                Namespace {
-                    nsid,
-                    lba_shift: ns.lba_shift,
-                },
-                GFP_KERNEL,
-            )?;
-            let name = CString::try_from_fmt(fmt!("rsnvme{}n{}", nvme.instance.0, nsid))?;
-            let config = DiskConfig {
-                name: &name,
-                logical_block_size: 1 << ns.lba_shift,
-                capacity_sectors: ns.nsze << (ns.lba_shift - 9),
-                max_hw_sectors: (max_transfer >> 9) as u32,
-                max_segments: prp::MAX_SEGMENTS as u16,
-                // As in the C driver: segments may start or end inside a page only where an SGL
-                // can describe them.
-                virt_boundary_mask: if sgls { 0 } else { regs::PAGE_SIZE as u64 - 1 },
-                write_cache: id.vwc & command::VWC_PRESENT != 0,
-                max_discard_sectors: discard_limit(&id, nvm_id.dmrsl, ns.lba_shift),
-                discard_granularity: ns
-                    .preferred_deallocate_blocks
-                    .checked_mul(1 << ns.lba_shift)
-                    .unwrap_or(1 << ns.lba_shift),
-                max_discard_segments: match nvm_id.dmrl {
-                    0 => command::DSM_MAX_RANGES,
-                    ranges => u16::from(ranges),
-                },
-                atomic_write: ns.atomic_write.map(|unit| {
-                    (
-                        unit.blocks << ns.lba_shift,
-                        unit.boundary_blocks << ns.lba_shift,
-                    )
-                }),
-                max_write_zeroes_sectors: write_zeroes_limit(
-                    &id,
-                    &nvm_id,
-                    ctrl.cap.min_page_size(),
-                    max_transfer,
-                    ns.lba_shift,
-                ),
-            };
-            // SAFETY: The namespace is boxed and outlives the disk (`Drop` deletes disks first).
-            let disk = unsafe {
-                Disk::new(
-                    tag_set,
-                    &config,
-                    core::ptr::from_ref::<Namespace>(&namespace)
-                        .cast_mut()
-                        .cast(),
-                )?
-            };
-            nvme.namespaces.push(namespace, GFP_KERNEL)?;
-            nvme.disks.push(disk, GFP_KERNEL)?;
-        }
-        // Every disk has joined the tag set before the first is added, because adding one starts
-        // I/O (the partition scan): a queue joining later would wait for that I/O (the set's
-        // queues are frozen when it becomes shared), and would miss the quiesce of a `kill` that
-        // I/O caused, then be unquiesced with the rest (a warning in blk-mq).
-        for disk in nvme.disks.iter_mut() {
-            disk.add(pdev.as_ref())?;
-            if ctrl.is_dead() {
-                dev_err!(
-                    pdev,
-                    "controller stopped responding while its disks were added\n"
-                );
-                return Err(EIO);
-            }
-        }
+        let limits = ControllerLimits::new(&ctrl, &id, &nvm_id);
+        namespace::alloc_disks(
+            &ctrl,
+            &buf,
+            &limits,
+            tag_set,
+            nvme.instance.0,
+            &mut nvme.namespaces,
+            &mut nvme.disks,
+        )?;
+        namespace::add_disks(&ctrl, &mut nvme.disks)?;
         dev_info!(
             pdev,
             "{} I/O queues{}, disks for {} namespaces, max transfer {} KiB\n",
@@ -364,47 +283,10 @@ impl<'bound> Nvme<'bound> {
                 ""
             },
             nvme.disks.len(),
-            max_transfer / 1024
+            limits.max_transfer / 1024
         );
         Ok(nvme)
     }
-}
-
-/// The largest discard in sectors: the controller's range size limit, if any and if it fits,
-/// otherwise as much as a request holds; none without Dataset Management.
-fn discard_limit(id: &IdentifyController, dmrsl: u32, lba_shift: u32) -> u32 {
-    if id.oncs & command::ONCS_DSM == 0 {
-        0
-    } else if dmrsl != 0 && dmrsl <= u32::MAX >> (lba_shift - 9) {
-        dmrsl << (lba_shift - 9)
-    } else {
-        u32::MAX
-    }
-}
-
-/// The largest Write Zeroes in sectors: WZSL if the controller sets it, otherwise as much as a
-/// data transfer may move (the C driver's rule), and no more than the command's 16-bit block
-/// count holds; none without Write Zeroes.
-fn write_zeroes_limit(
-    id: &IdentifyController,
-    nvm_id: &IdentifyNvmController,
-    min_page_size: usize,
-    max_transfer: usize,
-    lba_shift: u32,
-) -> u32 {
-    if id.oncs & command::ONCS_WRITE_ZEROES == 0 {
-        return 0;
-    }
-    let bytes = match nvm_id.wzsl {
-        0 => max_transfer as u64,
-        // The minimum page size is a power of two.
-        wzsl => match u32::from(wzsl) + min_page_size.trailing_zeros() {
-            shift @ 0..64 => 1 << shift,
-            _ => u64::MAX,
-        },
-    };
-    let most_blocks = 0x1_0000u64 << lba_shift;
-    (bytes.min(most_blocks) >> 9).min(u64::from(u32::MAX)) as u32
 }
 
 impl Drop for Nvme<'_> {

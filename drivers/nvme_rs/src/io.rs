@@ -28,6 +28,7 @@ use crate::command::{
 use crate::compat::irqreturn;
 use crate::controller::Controller;
 use crate::dma_local::{Attrs, Direction, Gfp, Mapping, PoolBlock};
+use crate::namespace::Namespace;
 use crate::prp::{self, MAX_SEGMENTS};
 use crate::queue::{doorbells, CompletionQueue, SubmissionQueue};
 use crate::sgl;
@@ -42,27 +43,6 @@ const GENERATION_MASK: u8 = 0xf;
 /// The command identifier of a request's current submission.
 fn command_id(tag: u16, generation: u8) -> u16 {
     (tag & CID_TAG_MASK) | (u16::from(generation & GENERATION_MASK) << CID_TAG_BITS)
-}
-
-/// A namespace as its disk's requests see it (the disk's `queuedata`).
-pub(crate) struct Namespace {
-    pub(crate) nsid: u32,
-    /// log2 of the logical block size.
-    pub(crate) lba_shift: u32,
-}
-
-impl Namespace {
-    /// The logical block `rq` starts at.
-    #[inline]
-    fn first_block(&self, rq: &Request<Pdu<'_>>) -> u64 {
-        rq.sector() >> (self.lba_shift - 9)
-    }
-
-    /// How many logical blocks `rq` covers.
-    #[inline]
-    fn block_count(&self, rq: &Request<Pdu<'_>>) -> u32 {
-        rq.bytes() >> self.lba_shift
-    }
 }
 
 /// An I/O submission and completion queue pair with its interrupt.
