@@ -25,20 +25,14 @@ mod shadow;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use kernel::{
-    cpu::CpuId,
-    cpumask::CpumaskVar,
     device::{Bound, Core},
-    ffi::c_void,
     pci,
     prelude::*,
     sync::Arc,
-    time::msecs_to_jiffies,
 };
 
-use blk::{Disk, TagSet, TagSetConfig};
-use command::{IdentifyController, IdentifyNvmController};
-use compat::param;
-use controller::{Controller, MAX_IO_QUEUES};
+use blk::{Disk, TagSet};
+use controller::Controller;
 use dma_local::{Coherent, Gfp, Mask};
 use io::{IoQueue, SentCounts};
 use namespace::{ControllerLimits, Namespace};
@@ -163,106 +157,29 @@ impl pci::Driver for NvmeDriver {
 }
 
 impl<'bound> Nvme<'bound> {
+    /// Brings a controller up, step by step as C's `nvme_probe` does. A step that fails leaves
+    /// what the earlier ones made to `Drop`.
     fn probe(pdev: &'bound pci::Device<Bound>) -> Result<Self> {
-        // SAFETY: Nothing of this device is allocated or mapped yet: the queues come below.
-        unsafe { dma_local::set_mask_and_coherent(pdev.as_ref(), Mask::bits(64)?) }?;
-        // PRPs carry the offset of the data within its first page: a bounce buffer must keep it.
-        // SAFETY: As above.
-        unsafe { dma_local::set_min_align_mask(pdev.as_ref(), (regs::PAGE_SIZE - 1) as u32) }?;
-        let mut nvme = Nvme {
-            disks: KVec::new(),
-            tag_set: None,
-            namespaces: KVec::new(),
-            io_queues: KVec::new(),
-            ctrl: Arc::pin_init(Controller::new(pdev, io::cancel_all), GFP_KERNEL)?,
-            vectors: None,
-            instance: Instance::take()?,
-        };
+        set_dma_limits(pdev)?;
+        let mut nvme = Nvme::enable(pdev)?;
         let ctrl = nvme.ctrl.clone();
-        // As in the C driver; blk-mq gets one tag fewer, so a queue can never overflow.
-        let depth = param(&crate::module_parameters::io_queue_depth);
-        if !(2..4096).contains(&depth) {
-            dev_err!(pdev, "io_queue_depth={} is not 2 to 4095\n", depth);
-            return Err(EINVAL);
-        }
-        let depth = depth.min(ctrl.cap.max_queue_entries()) as u16;
+        let depth = io::queue_depth(&ctrl)?;
+        // For every Identify; a timed-out one kills the controller (`admin_command`) before `buf`
+        // goes.
         let buf = Coherent::<u8>::alloc(pdev.as_ref(), admin::IDENTIFY_SIZE, Gfp::KERNEL)?;
-        // A timed-out Identify kills the controller (`admin_command`) before `buf` goes.
-        let id =
-            IdentifyController::parse(&ctrl.admin_command(|admin, bar| {
-                admin.identify(bar, command::Cns::Controller, 0, &buf)
-            })?)?;
-
-        // Older controllers do not have this structure: no limits then. Before 1.2 the CNS field
-        // had two bits or one, and CNS 06h would be read as another.
-        let nvm_id = if ctrl.version() >= regs::VS_1_2 {
-            ctrl.admin_command(|admin, bar| {
-                admin.identify(bar, command::Cns::NvmController, 0, &buf)
-            })
-            .and_then(|data| IdentifyNvmController::parse(&data))
-            .unwrap_or_default()
-        } else {
-            IdentifyNvmController::default()
-        };
-
-        let sgls = id.sgls & command::SGLS_SUPPORTED_MASK != 0;
-        let sgl_threshold = sgls.then_some(match param(&crate::module_parameters::sgl_threshold) {
-            0 => usize::MAX,
-            bytes => bytes as usize,
-        });
-
-        // One I/O queue pair per CPU, as far as the controller and the interrupt vectors go.
-        let wanted = kernel::cpu::nr_cpu_ids().clamp(1, MAX_IO_QUEUES as u32) as u16;
-        let granted = ctrl.admin_command(|admin, bar| admin.set_number_of_queues(bar, wanted))?;
-        let vectors = nvme
-            .vectors
-            .insert(compat::alloc_irq_vectors(pdev, 1, u32::from(granted))?);
-        let count = usize::from(granted).min(vectors.len());
-        nvme.io_queues.reserve(count, GFP_KERNEL)?;
-        for index in 0..count {
-            let irq = compat::vector_irq(vectors, index)?;
-            let queue = IoQueue::new(
-                ctrl.clone(),
-                index as u16 + 1,
-                depth,
-                index as u16,
-                irq,
-                sgl_threshold,
-            )?;
-            nvme.io_queues.push(queue, GFP_KERNEL)?;
-        }
-        // Like the C driver: once the I/O queues exist, before any I/O.
-        if id.oacs & command::OACS_DOORBELL_BUFFER_CONFIG != 0 {
-            ctrl.enable_shadow_doorbells();
-        }
-
-        let depth = nvme.io_queues[0].depth();
-        let tag_set = nvme.tag_set.insert(TagSet::new(TagSetConfig {
-            ops: &io::MQ_OPS,
-            nr_hw_queues: count as u32,
-            queue_depth: u32::from(depth - 1),
-            cmd_size: io::PDU_SIZE as u32,
-            // `init_hctx` indexes this array, which does not change until the tag set is gone.
-            driver_data: nvme.io_queues.as_ptr().cast_mut().cast::<c_void>(),
-            timeout: u32::try_from(msecs_to_jiffies(
-                param(&crate::module_parameters::io_timeout).saturating_mul(1000),
-            ))
-            .unwrap_or(u32::MAX),
-        })?);
-        ctrl.set_tag_set(tag_set.as_raw());
-        for (index, queue) in nvme.io_queues.iter().enumerate() {
-            let mut cpus = CpumaskVar::new_zero(GFP_KERNEL)?;
-            for cpu in 0..kernel::cpu::nr_cpu_ids() {
-                if tag_set.hw_queue_of_cpu(cpu) == Some(index as u32) {
-                    cpus.set(CpuId::from_u32(cpu).ok_or(EINVAL)?);
-                }
-            }
-            if cpus.weight() > 0 {
-                queue.set_affinity(&cpus);
-            }
-        }
-
+        let (id, nvm_id) = ctrl.identify(&buf)?;
         let limits = ControllerLimits::new(&ctrl, &id, &nvm_id);
+        io::create_queues(
+            &ctrl,
+            depth,
+            limits.sgls(),
+            &mut nvme.vectors,
+            &mut nvme.io_queues,
+        )?;
+        ctrl.enable_shadow_doorbells(&id);
+        let tag_set = nvme.tag_set.insert(io::alloc_tag_set(&nvme.io_queues)?);
+        ctrl.set_tag_set(tag_set.as_raw());
+        io::steer_interrupts(tag_set, &nvme.io_queues)?;
         namespace::alloc_disks(
             &ctrl,
             &buf,
@@ -273,20 +190,48 @@ impl<'bound> Nvme<'bound> {
             &mut nvme.disks,
         )?;
         namespace::add_disks(&ctrl, &mut nvme.disks)?;
+        nvme.announce(&limits);
+        Ok(nvme)
+    }
+
+    /// Maps BAR 0, resets the controller, sets up its admin queue and enables it
+    /// ([`Controller::new`]), and takes a controller number for the disks' names.
+    fn enable(pdev: &'bound pci::Device<Bound>) -> Result<Self> {
+        Ok(Nvme {
+            disks: KVec::new(),
+            tag_set: None,
+            namespaces: KVec::new(),
+            io_queues: KVec::new(),
+            ctrl: Arc::pin_init(Controller::new(pdev, io::cancel_all), GFP_KERNEL)?,
+            vectors: None,
+            instance: Instance::take()?,
+        })
+    }
+
+    /// Says what the controller got.
+    fn announce(&self, limits: &ControllerLimits<'_>) {
         dev_info!(
-            pdev,
+            self.ctrl.pdev,
             "{} I/O queues{}, disks for {} namespaces, max transfer {} KiB\n",
-            count,
-            if ctrl.shadow_doorbells().is_some() {
+            self.io_queues.len(),
+            if self.ctrl.shadow_doorbells().is_some() {
                 " with shadow doorbells"
             } else {
                 ""
             },
-            nvme.disks.len(),
+            self.disks.len(),
             limits.max_transfer / 1024
         );
-        Ok(nvme)
     }
+}
+
+/// Sets the DMA masks (64 bits) and the minimum alignment a bounce buffer keeps: PRPs carry the
+/// offset of the data within its first page.
+fn set_dma_limits(pdev: &pci::Device<Bound>) -> Result {
+    // SAFETY: Nothing of this device is allocated or mapped yet: the probe does that afterwards.
+    unsafe { dma_local::set_mask_and_coherent(pdev.as_ref(), Mask::bits(64)?) }?;
+    // SAFETY: As above.
+    unsafe { dma_local::set_min_align_mask(pdev.as_ref(), (regs::PAGE_SIZE - 1) as u32) }
 }
 
 impl Drop for Nvme<'_> {

@@ -13,20 +13,22 @@ use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU16, AtomicU64, AtomicU8, 
 
 use kernel::{
     bindings,
-    cpumask::Cpumask,
+    cpu::CpuId,
+    cpumask::{Cpumask, CpumaskVar},
     device::{Bound, Device},
     ffi::{c_int, c_uint, c_void},
     new_mutex, new_spinlock,
     prelude::*,
     sync::{Arc, Mutex, SpinLock},
+    time::msecs_to_jiffies,
 };
 
-use crate::blk::{self, Op, Piece, Request, Status, TimeoutAction};
+use crate::blk::{self, Op, Piece, Request, Status, TagSet, TagSetConfig, TimeoutAction};
 use crate::command::{
     self, dsm_range, Command, DatasetManagement, Flush, LbaRange, Read, Write, WriteZeroes,
 };
-use crate::compat::irqreturn;
-use crate::controller::Controller;
+use crate::compat::{self, irqreturn, param};
+use crate::controller::{Controller, MAX_IO_QUEUES};
 use crate::dma_local::{Attrs, Direction, Gfp, Mapping, PoolBlock};
 use crate::namespace::Namespace;
 use crate::prp::{self, MAX_SEGMENTS};
@@ -43,6 +45,86 @@ const GENERATION_MASK: u8 = 0xf;
 /// The command identifier of a request's current submission.
 fn command_id(tag: u16, generation: u8) -> u16 {
     (tag & CID_TAG_MASK) | (u16::from(generation & GENERATION_MASK) << CID_TAG_BITS)
+}
+
+/// The entries of each I/O queue: the `io_queue_depth` parameter (2 to 4095, as in the C driver;
+/// blk-mq gets one tag fewer, so a queue can never overflow), as far as the controller goes.
+pub(crate) fn queue_depth(ctrl: &Controller<'_>) -> Result<u16> {
+    let depth = param(&crate::module_parameters::io_queue_depth);
+    if !(2..4096).contains(&depth) {
+        dev_err!(ctrl.pdev, "io_queue_depth={} is not 2 to 4095\n", depth);
+        return Err(EINVAL);
+    }
+    Ok(depth.min(ctrl.cap.max_queue_entries()) as u16)
+}
+
+/// Asks for one I/O queue pair per CPU (Set Features, Number of Queues), takes an interrupt
+/// vector for each pair granted into `vectors`, and creates as many pairs as there are vectors,
+/// of `depth` entries each, into `queues`. `sgls`: whether the controller takes SGLs.
+pub(crate) fn create_queues<'a>(
+    ctrl: &Arc<Controller<'a>>,
+    depth: u16,
+    sgls: bool,
+    vectors: &mut Option<compat::IrqVectors<'a>>,
+    queues: &mut KVec<Pin<KBox<IoQueue<'a>>>>,
+) -> Result {
+    let sgl_threshold = sgls.then_some(match param(&crate::module_parameters::sgl_threshold) {
+        0 => usize::MAX,
+        bytes => bytes as usize,
+    });
+    // One I/O queue pair per CPU, as far as the controller and the interrupt vectors go.
+    let wanted = kernel::cpu::nr_cpu_ids().clamp(1, MAX_IO_QUEUES as u32) as u16;
+    let granted = ctrl.admin_command(|admin, bar| admin.set_number_of_queues(bar, wanted))?;
+    let vectors = vectors.insert(compat::alloc_irq_vectors(ctrl.pdev, 1, u32::from(granted))?);
+    let count = usize::from(granted).min(vectors.len());
+    queues.reserve(count, GFP_KERNEL)?;
+    for index in 0..count {
+        let irq = compat::vector_irq(vectors, index)?;
+        let queue = IoQueue::new(
+            ctrl.clone(),
+            index as u16 + 1,
+            depth,
+            index as u16,
+            irq,
+            sgl_threshold,
+        )?;
+        queues.push(queue, GFP_KERNEL)?;
+    }
+    Ok(())
+}
+
+/// The tag set of the I/O queues `queues` (at least one): a hardware queue for each, with one tag
+/// fewer than its entries, and the `io_timeout` parameter.
+pub(crate) fn alloc_tag_set(queues: &KVec<Pin<KBox<IoQueue<'_>>>>) -> Result<TagSet> {
+    let depth = queues[0].depth();
+    TagSet::new(TagSetConfig {
+        ops: &MQ_OPS,
+        nr_hw_queues: queues.len() as u32,
+        queue_depth: u32::from(depth - 1),
+        cmd_size: PDU_SIZE as u32,
+        // `init_hctx` indexes this array, which does not change until the tag set is gone.
+        driver_data: queues.as_ptr().cast_mut().cast::<c_void>(),
+        timeout: u32::try_from(msecs_to_jiffies(
+            param(&crate::module_parameters::io_timeout).saturating_mul(1000),
+        ))
+        .unwrap_or(u32::MAX),
+    })
+}
+
+/// Steers each queue's interrupt to the CPUs that `tag_set` maps to its hardware queue.
+pub(crate) fn steer_interrupts(tag_set: &TagSet, queues: &KVec<Pin<KBox<IoQueue<'_>>>>) -> Result {
+    for (index, queue) in queues.iter().enumerate() {
+        let mut cpus = CpumaskVar::new_zero(GFP_KERNEL)?;
+        for cpu in 0..kernel::cpu::nr_cpu_ids() {
+            if tag_set.hw_queue_of_cpu(cpu) == Some(index as u32) {
+                cpus.set(CpuId::from_u32(cpu).ok_or(EINVAL)?);
+            }
+        }
+        if cpus.weight() > 0 {
+            queue.set_affinity(&cpus);
+        }
+    }
+    Ok(())
 }
 
 /// An I/O submission and completion queue pair with its interrupt.
