@@ -11,7 +11,10 @@ use kernel::{
     time::Delta,
 };
 
-use crate::command::{self, admin, Command, Completion};
+use crate::command::{
+    self, Abort, Cns, Command, Completion, CreateIoCompletionQueue, CreateIoSubmissionQueue,
+    DeleteIoCompletionQueue, DeleteIoSubmissionQueue, DoorbellBufferConfig, Identify, SetFeatures,
+};
 use crate::dma_local::{Coherent, DmaAddress};
 use crate::queue::{doorbells, CompletionQueue, SubmissionQueue};
 use crate::regs::Bar0;
@@ -66,19 +69,20 @@ impl<'a> AdminQueue<'a> {
 
     /// Submits `command` and waits for its completion. A command that fails returns `EIO`, one that
     /// does not complete in time `ETIMEDOUT`. Returns the completion's result (DW0).
-    pub(crate) fn execute(&mut self, bar: &Bar0<'_>, mut command: Command) -> Result<u32> {
+    pub(crate) fn execute(&mut self, bar: &Bar0<'_>, command: impl Into<Command>) -> Result<u32> {
+        let mut command = command.into();
         // Command identifiers only need to be unique among outstanding commands, and there is at
         // most one, plus stale ones of commands that timed out.
-        command.cid = self.next_cid;
+        command.set_cid(self.next_cid);
         self.next_cid = self.next_cid.wrapping_add(1);
         self.sq.submit(bar, command)?;
-        let lost = self.lost_cid == Some(command.cid);
+        let lost = self.lost_cid == Some(command.cid());
         let cq = &mut self.cq;
         // Every completion that arrives is consumed; only this command's ends the wait.
         let take_ours = || -> Result<Option<Completion>> {
             while let Some(done) = cq.pop() {
                 cq.ring(bar, None)?;
-                if done.cid == command.cid && !lost {
+                if done.cid == command.cid() && !lost {
                     return Ok(Some(done));
                 }
             }
@@ -90,7 +94,7 @@ impl<'a> AdminQueue<'a> {
             Err(e) if e != ETIMEDOUT => Err(e),
             // Timed out (`Ok(None)` is what the condition never lets through).
             _ => {
-                dev_warn!(self.dev, "admin opcode {:#x} timed out\n", command.opcode);
+                dev_warn!(self.dev, "admin opcode {:#x} timed out\n", command.opcode());
                 Err(ETIMEDOUT)
             }
         }
@@ -101,18 +105,16 @@ impl<'a> AdminQueue<'a> {
     pub(crate) fn identify(
         &mut self,
         bar: &Bar0<'_>,
-        cns: u32,
+        cns: Cns,
         nsid: u32,
         buf: &Coherent<'_, u8>,
     ) -> Result<KVec<u8>> {
         self.execute(
             bar,
-            Command {
-                opcode: admin::IDENTIFY,
+            Identify {
+                cns,
                 nsid,
                 prp1: buf.dma_handle(),
-                cdw10: cns,
-                ..Command::default()
             },
         )?;
         let mut data = KVec::from_elem(0u8, IDENTIFY_SIZE, GFP_KERNEL)?;
@@ -122,14 +124,11 @@ impl<'a> AdminQueue<'a> {
 
     /// Asks for `wanted` I/O queue pairs; returns how many the controller granted.
     pub(crate) fn set_number_of_queues(&mut self, bar: &Bar0<'_>, wanted: u16) -> Result<u16> {
-        let count = u32::from(wanted - 1);
         let result = self.execute(
             bar,
-            Command {
-                opcode: admin::SET_FEATURES,
-                cdw10: command::FEAT_NUMBER_OF_QUEUES,
-                cdw11: (count << 16) | count,
-                ..Command::default()
+            SetFeatures::NumberOfQueues {
+                nsqr: wanted,
+                ncqr: wanted,
             },
         )?;
         // Both counts come back 0's based: submission queues low, completion queues high.
@@ -148,14 +147,11 @@ impl<'a> AdminQueue<'a> {
     ) -> Result {
         self.execute(
             bar,
-            Command {
-                opcode: admin::CREATE_IO_CQ,
+            CreateIoCompletionQueue {
+                qid,
+                qsize: depth,
                 prp1: addr,
-                cdw10: (u32::from(depth - 1) << 16) | u32::from(qid),
-                cdw11: (u32::from(vector) << 16)
-                    | command::CQ_IRQ_ENABLED
-                    | command::QUEUE_PHYS_CONTIG,
-                ..Command::default()
+                iv: vector,
             },
         )
         .map(|_| ())
@@ -171,12 +167,11 @@ impl<'a> AdminQueue<'a> {
     ) -> Result {
         self.execute(
             bar,
-            Command {
-                opcode: admin::CREATE_IO_SQ,
+            CreateIoSubmissionQueue {
+                qid,
+                qsize: depth,
                 prp1: addr,
-                cdw10: (u32::from(depth - 1) << 16) | u32::from(qid),
-                cdw11: (u32::from(qid) << 16) | command::QUEUE_PHYS_CONTIG,
-                ..Command::default()
+                cqid: qid,
             },
         )
         .map(|_| ())
@@ -185,39 +180,23 @@ impl<'a> AdminQueue<'a> {
     /// Deletes I/O submission queue `qid` and then its completion queue, the latter even when the
     /// former fails. Returns the first error.
     pub(crate) fn delete_io_queue_pair(&mut self, bar: &Bar0<'_>, qid: u16) -> Result {
-        let sq = self.delete_queue(bar, admin::DELETE_IO_SQ, qid);
+        let sq = self
+            .execute(bar, DeleteIoSubmissionQueue { qid })
+            .map(|_| ());
         let cq = self.delete_io_cq(bar, qid);
         sq.and(cq)
     }
 
     /// Deletes I/O completion queue `qid` (whose submission queue is gone, or was never made).
     pub(crate) fn delete_io_cq(&mut self, bar: &Bar0<'_>, qid: u16) -> Result {
-        self.delete_queue(bar, admin::DELETE_IO_CQ, qid)
-    }
-
-    fn delete_queue(&mut self, bar: &Bar0<'_>, opcode: u8, qid: u16) -> Result {
-        self.execute(
-            bar,
-            Command {
-                opcode,
-                cdw10: u32::from(qid),
-                ..Command::default()
-            },
-        )
-        .map(|_| ())
+        self.execute(bar, DeleteIoCompletionQueue { qid })
+            .map(|_| ())
     }
 
     /// Asks the controller to abort command `cid` of submission queue `qid`. Returns whether it
     /// will: then the command completes with "Command Abort Requested".
     pub(crate) fn abort(&mut self, bar: &Bar0<'_>, qid: u16, cid: u16) -> Result<bool> {
-        let result = self.execute(
-            bar,
-            Command {
-                opcode: admin::ABORT,
-                cdw10: (u32::from(cid) << 16) | u32::from(qid),
-                ..Command::default()
-            },
-        )?;
+        let result = self.execute(bar, Abort { sqid: qid, cid })?;
         // DW0 bit 0 set means "command not aborted".
         Ok(result & 1 == 0)
     }
@@ -232,11 +211,9 @@ impl<'a> AdminQueue<'a> {
     ) -> Result {
         self.execute(
             bar,
-            Command {
-                opcode: admin::DOORBELL_BUFFER_CONFIG,
-                prp1: shadow,
-                prp2: event_indexes,
-                ..Command::default()
+            DoorbellBufferConfig {
+                shadow_doorbells: shadow,
+                event_indexes,
             },
         )
         .map(|_| ())
@@ -248,7 +225,7 @@ impl<'a> AdminQueue<'a> {
             dev_warn!(
                 self.dev,
                 "admin opcode {:#x} failed with status {:#x}\n",
-                command.opcode,
+                command.opcode(),
                 done.status_field()
             );
             return Err(EIO);

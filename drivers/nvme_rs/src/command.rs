@@ -1,38 +1,94 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Submission and completion queue entries, and the commands this driver sends, as the NVM Express
-//! Base and NVM Command Set specifications lay them out.
+//! Submission and completion queue entries, the commands this driver sends, as the NVM Express
+//! Base and NVM Command Set specifications lay them out, and the Identify Controller fields it
+//! reads.
+//!
+//! The 64-byte submission queue entry is one type, [`Command`], whose fields only this module
+//! writes: each command family is a type of its own (named as in the specifications, with its
+//! fields' names) that becomes a [`Command`] through `From`, and the data pointer is set with
+//! [`Command::set_prps`] or [`Command::set_sgl`].
 
 use kernel::{
     prelude::*,
     transmute::{AsBytes, FromBytes},
 };
 
+use crate::dma_local::DmaAddress;
+
 /// A submission queue entry (64 bytes).
 #[repr(C)]
 #[derive(Clone, Copy, Default, Debug)]
 pub(crate) struct Command {
-    pub(crate) opcode: u8,
-    pub(crate) flags: u8,
-    pub(crate) cid: u16,
-    pub(crate) nsid: u32,
-    pub(crate) cdw2: u32,
-    pub(crate) cdw3: u32,
-    pub(crate) mptr: u64,
-    pub(crate) prp1: u64,
-    pub(crate) prp2: u64,
-    pub(crate) cdw10: u32,
-    pub(crate) cdw11: u32,
-    pub(crate) cdw12: u32,
-    pub(crate) cdw13: u32,
-    pub(crate) cdw14: u32,
-    pub(crate) cdw15: u32,
+    opcode: u8,
+    flags: u8,
+    cid: u16,
+    nsid: u32,
+    cdw2: u32,
+    cdw3: u32,
+    mptr: u64,
+    prp1: u64,
+    prp2: u64,
+    cdw10: u32,
+    cdw11: u32,
+    cdw12: u32,
+    cdw13: u32,
+    cdw14: u32,
+    cdw15: u32,
 }
 
 // SAFETY: `repr(C)` of integers whose sizes add up to 64 with no padding; any bytes are valid.
 unsafe impl AsBytes for Command {}
 // SAFETY: As above.
 unsafe impl FromBytes for Command {}
+
+const _: () = assert!(core::mem::size_of::<Command>() == 64);
+
+impl Command {
+    /// The opcode (for messages).
+    pub(crate) fn opcode(&self) -> u8 {
+        self.opcode
+    }
+
+    /// The command identifier.
+    pub(crate) fn cid(&self) -> u16 {
+        self.cid
+    }
+
+    /// Sets the command identifier, which the completion will carry.
+    #[inline]
+    pub(crate) fn set_cid(&mut self, cid: u16) {
+        self.cid = cid;
+    }
+
+    /// Points the command at its data with PRP Entry 1 and PRP Entry 2 (PSDT 00b); 0 for an
+    /// entry the data does not need.
+    #[inline]
+    pub(crate) fn set_prps(&mut self, prp1: u64, prp2: u64) {
+        self.prp1 = prp1;
+        self.prp2 = prp2;
+    }
+
+    /// Points the command at its data with SGL Entry 1 (PSDT 01b: SGLs, the metadata pointer
+    /// an address).
+    #[inline]
+    pub(crate) fn set_sgl(&mut self, sgl1: SglDescriptor) {
+        self.flags |= FLAGS_PSDT_SGL;
+        [self.prp1, self.prp2] = sgl1.quadwords();
+    }
+
+    /// Whether a Read or Write has Force Unit Access set.
+    #[inline]
+    pub(crate) fn is_fua(&self) -> bool {
+        self.cdw12 & RW_FUA != 0
+    }
+
+    /// The Number of Ranges of a Dataset Management command; `None` for other commands.
+    #[inline]
+    pub(crate) fn dsm_ranges(&self) -> Option<u32> {
+        (self.opcode == nvm::DATASET_MANAGEMENT).then_some((self.cdw10 & 0xff) + 1)
+    }
+}
 
 /// A completion queue entry (16 bytes).
 #[repr(C)]
@@ -61,11 +117,47 @@ impl Completion {
 }
 
 /// Command `flags`: PRP or SGL for Data Transfer (PSDT) = SGL, metadata pointer to a buffer.
-pub(crate) const FLAGS_PSDT_SGL: u8 = 1 << 6;
-/// SGL descriptor type: Data Block.
-pub(crate) const SGL_DATA_BLOCK: u64 = 0x0;
-/// SGL descriptor type: Last Segment (points at the final list of descriptors).
-pub(crate) const SGL_LAST_SEGMENT: u64 = 0x3;
+const FLAGS_PSDT_SGL: u8 = 1 << 6;
+
+/// An SGL descriptor (16 bytes): an address, then the length (bits 31:0) and the descriptor type
+/// (bits 63:60) of the second quadword.
+#[derive(Clone, Copy)]
+pub(crate) struct SglDescriptor {
+    address: u64,
+    length: u32,
+    kind: u64,
+}
+
+impl SglDescriptor {
+    /// The bytes of one descriptor.
+    pub(crate) const BYTES: usize = 16;
+
+    /// A Data Block descriptor: `length` bytes of data at `address`.
+    #[inline]
+    pub(crate) fn data_block(address: u64, length: u32) -> Self {
+        Self {
+            address,
+            length,
+            kind: 0x0,
+        }
+    }
+
+    /// A Last Segment descriptor: the final list of descriptors, `length` bytes at `address`.
+    #[inline]
+    pub(crate) fn last_segment(address: u64, length: u32) -> Self {
+        Self {
+            address,
+            length,
+            kind: 0x3,
+        }
+    }
+
+    /// The descriptor as it lies in memory, in two quadwords.
+    #[inline]
+    pub(crate) fn quadwords(self) -> [u64; 2] {
+        [self.address, u64::from(self.length) | (self.kind << 60)]
+    }
+}
 
 /// Status: Successful Completion.
 pub(crate) const SC_SUCCESS: u16 = 0;
@@ -74,47 +166,320 @@ pub(crate) const SC_SUCCESS: u16 = 0;
 pub(crate) const SC_HOST_ABORTED: u16 = 0x371;
 
 /// Admin command opcodes.
-pub(crate) mod admin {
-    pub(crate) const DELETE_IO_SQ: u8 = 0x00;
-    pub(crate) const CREATE_IO_SQ: u8 = 0x01;
-    pub(crate) const DELETE_IO_CQ: u8 = 0x04;
-    pub(crate) const CREATE_IO_CQ: u8 = 0x05;
-    pub(crate) const IDENTIFY: u8 = 0x06;
-    pub(crate) const ABORT: u8 = 0x08;
-    pub(crate) const SET_FEATURES: u8 = 0x09;
-    pub(crate) const DOORBELL_BUFFER_CONFIG: u8 = 0x7c;
+mod admin {
+    pub(super) const DELETE_IO_SQ: u8 = 0x00;
+    pub(super) const CREATE_IO_SQ: u8 = 0x01;
+    pub(super) const DELETE_IO_CQ: u8 = 0x04;
+    pub(super) const CREATE_IO_CQ: u8 = 0x05;
+    pub(super) const IDENTIFY: u8 = 0x06;
+    pub(super) const ABORT: u8 = 0x08;
+    pub(super) const SET_FEATURES: u8 = 0x09;
+    pub(super) const DOORBELL_BUFFER_CONFIG: u8 = 0x7c;
 }
 
 /// NVM command set opcodes.
-pub(crate) mod nvm {
-    pub(crate) const FLUSH: u8 = 0x00;
-    pub(crate) const WRITE: u8 = 0x01;
-    pub(crate) const READ: u8 = 0x02;
-    pub(crate) const WRITE_ZEROES: u8 = 0x08;
-    pub(crate) const DATASET_MANAGEMENT: u8 = 0x09;
+mod nvm {
+    pub(super) const FLUSH: u8 = 0x00;
+    pub(super) const WRITE: u8 = 0x01;
+    pub(super) const READ: u8 = 0x02;
+    pub(super) const WRITE_ZEROES: u8 = 0x08;
+    pub(super) const DATASET_MANAGEMENT: u8 = 0x09;
 }
 
-/// Identify CNS values.
-pub(crate) const CNS_NAMESPACE: u32 = 0x00;
-pub(crate) const CNS_CONTROLLER: u32 = 0x01;
-pub(crate) const CNS_ACTIVE_NAMESPACES: u32 = 0x02;
-/// The I/O command set specific Identify Controller (of the NVM command set, CSI 0).
-pub(crate) const CNS_NVM_CONTROLLER: u32 = 0x06;
+/// Identify: Controller or Namespace Structure (CNS), the data structure returned.
+#[derive(Clone, Copy)]
+#[repr(u32)]
+pub(crate) enum Cns {
+    /// Identify Namespace data structure of the NSID.
+    Namespace = 0x00,
+    /// Identify Controller data structure.
+    Controller = 0x01,
+    /// Active Namespace ID list, from above the NSID.
+    ActiveNamespaces = 0x02,
+    /// The I/O command set specific Identify Controller (of the NVM command set, CSI 0).
+    NvmController = 0x06,
+}
+
+/// Identify (admin, 06h): the data structure `cns` selects, for namespace `nsid` where it is one
+/// of a namespace, into the 4 KiB buffer at `prp1`.
+pub(crate) struct Identify {
+    pub(crate) cns: Cns,
+    pub(crate) nsid: u32,
+    pub(crate) prp1: DmaAddress,
+}
+
+impl From<Identify> for Command {
+    fn from(identify: Identify) -> Self {
+        Self {
+            opcode: admin::IDENTIFY,
+            nsid: identify.nsid,
+            prp1: identify.prp1,
+            cdw10: identify.cns as u32,
+            ..Self::default()
+        }
+    }
+}
+
+/// Set Features (admin, 09h), of the features this driver sets.
+pub(crate) enum SetFeatures {
+    /// Number of Queues (07h): how many I/O submission queues (NSQR) and completion queues
+    /// (NCQR) the driver asks for, at least one each. The command carries them 0's based.
+    NumberOfQueues { nsqr: u16, ncqr: u16 },
+}
 
 /// Feature identifier: Number of Queues.
-pub(crate) const FEAT_NUMBER_OF_QUEUES: u32 = 0x07;
+const FEAT_NUMBER_OF_QUEUES: u32 = 0x07;
+
+impl From<SetFeatures> for Command {
+    fn from(set: SetFeatures) -> Self {
+        match set {
+            SetFeatures::NumberOfQueues { nsqr, ncqr } => Self {
+                opcode: admin::SET_FEATURES,
+                cdw10: FEAT_NUMBER_OF_QUEUES,
+                cdw11: (u32::from(ncqr - 1) << 16) | u32::from(nsqr - 1),
+                ..Self::default()
+            },
+        }
+    }
+}
 
 /// Create I/O Completion/Submission Queue: Physically Contiguous.
-pub(crate) const QUEUE_PHYS_CONTIG: u32 = 1 << 0;
+const QUEUE_PHYS_CONTIG: u32 = 1 << 0;
 /// Create I/O Completion Queue: Interrupts Enabled.
-pub(crate) const CQ_IRQ_ENABLED: u32 = 1 << 1;
+const CQ_IRQ_ENABLED: u32 = 1 << 1;
+
+/// Create I/O Completion Queue (admin, 05h): queue `qid` of `qsize` entries (the command carries
+/// it 0's based), physically contiguous at `prp1`, interrupting on vector `iv`.
+pub(crate) struct CreateIoCompletionQueue {
+    pub(crate) qid: u16,
+    pub(crate) qsize: u16,
+    pub(crate) prp1: DmaAddress,
+    pub(crate) iv: u16,
+}
+
+impl From<CreateIoCompletionQueue> for Command {
+    fn from(create: CreateIoCompletionQueue) -> Self {
+        Self {
+            opcode: admin::CREATE_IO_CQ,
+            prp1: create.prp1,
+            cdw10: (u32::from(create.qsize - 1) << 16) | u32::from(create.qid),
+            cdw11: (u32::from(create.iv) << 16) | CQ_IRQ_ENABLED | QUEUE_PHYS_CONTIG,
+            ..Self::default()
+        }
+    }
+}
+
+/// Create I/O Submission Queue (admin, 01h): queue `qid` of `qsize` entries (the command carries
+/// it 0's based), physically contiguous at `prp1`, completing on completion queue `cqid`.
+pub(crate) struct CreateIoSubmissionQueue {
+    pub(crate) qid: u16,
+    pub(crate) qsize: u16,
+    pub(crate) prp1: DmaAddress,
+    pub(crate) cqid: u16,
+}
+
+impl From<CreateIoSubmissionQueue> for Command {
+    fn from(create: CreateIoSubmissionQueue) -> Self {
+        Self {
+            opcode: admin::CREATE_IO_SQ,
+            prp1: create.prp1,
+            cdw10: (u32::from(create.qsize - 1) << 16) | u32::from(create.qid),
+            cdw11: (u32::from(create.cqid) << 16) | QUEUE_PHYS_CONTIG,
+            ..Self::default()
+        }
+    }
+}
+
+/// Delete I/O Submission Queue (admin, 00h) `qid`.
+pub(crate) struct DeleteIoSubmissionQueue {
+    pub(crate) qid: u16,
+}
+
+impl From<DeleteIoSubmissionQueue> for Command {
+    fn from(delete: DeleteIoSubmissionQueue) -> Self {
+        Self {
+            opcode: admin::DELETE_IO_SQ,
+            cdw10: u32::from(delete.qid),
+            ..Self::default()
+        }
+    }
+}
+
+/// Delete I/O Completion Queue (admin, 04h) `qid`.
+pub(crate) struct DeleteIoCompletionQueue {
+    pub(crate) qid: u16,
+}
+
+impl From<DeleteIoCompletionQueue> for Command {
+    fn from(delete: DeleteIoCompletionQueue) -> Self {
+        Self {
+            opcode: admin::DELETE_IO_CQ,
+            cdw10: u32::from(delete.qid),
+            ..Self::default()
+        }
+    }
+}
+
+/// Abort (admin, 08h) command `cid` of submission queue `sqid`.
+pub(crate) struct Abort {
+    pub(crate) sqid: u16,
+    pub(crate) cid: u16,
+}
+
+impl From<Abort> for Command {
+    fn from(abort: Abort) -> Self {
+        Self {
+            opcode: admin::ABORT,
+            cdw10: (u32::from(abort.cid) << 16) | u32::from(abort.sqid),
+            ..Self::default()
+        }
+    }
+}
+
+/// Doorbell Buffer Config (admin, 7Ch): the Shadow Doorbell buffer (PRP1) and the EventIdx
+/// buffer (PRP2), both page aligned.
+pub(crate) struct DoorbellBufferConfig {
+    pub(crate) shadow_doorbells: DmaAddress,
+    pub(crate) event_indexes: DmaAddress,
+}
+
+impl From<DoorbellBufferConfig> for Command {
+    fn from(config: DoorbellBufferConfig) -> Self {
+        Self {
+            opcode: admin::DOORBELL_BUFFER_CONFIG,
+            prp1: config.shadow_doorbells,
+            prp2: config.event_indexes,
+            ..Self::default()
+        }
+    }
+}
+
+/// Flush (NVM, 00h) of namespace `nsid`.
+pub(crate) struct Flush {
+    pub(crate) nsid: u32,
+}
+
+impl From<Flush> for Command {
+    fn from(flush: Flush) -> Self {
+        Self {
+            opcode: nvm::FLUSH,
+            nsid: flush.nsid,
+            ..Self::default()
+        }
+    }
+}
+
+/// The logical blocks of a namespace that a Read, Write or Write Zeroes covers: the Starting LBA
+/// and the Number of Logical Blocks, which the command carries 0's based in 16 bits.
+///
+/// # Invariants
+///
+/// `nlb` is 1 to 65,536.
+#[derive(Clone, Copy)]
+pub(crate) struct LbaRange {
+    nsid: u32,
+    slba: u64,
+    nlb: u32,
+}
+
+impl LbaRange {
+    /// `nlb` blocks of namespace `nsid` from `slba`; `None` when no command can carry that many.
+    #[inline]
+    pub(crate) fn new(nsid: u32, slba: u64, nlb: u32) -> Option<Self> {
+        // INVARIANT: checked.
+        (nlb != 0 && nlb <= 0x1_0000).then_some(Self { nsid, slba, nlb })
+    }
+
+    /// A command with `opcode` over the range.
+    #[inline]
+    fn command(self, opcode: u8) -> Command {
+        Command {
+            opcode,
+            nsid: self.nsid,
+            cdw10: self.slba as u32,
+            cdw11: (self.slba >> 32) as u32,
+            cdw12: self.nlb - 1,
+            ..Command::default()
+        }
+    }
+}
 
 /// Read/Write, command dword 12: Force Unit Access (the data is durable when the command
 /// completes, whatever the volatile write cache holds).
-pub(crate) const RW_FUA: u32 = 1 << 30;
+const RW_FUA: u32 = 1 << 30;
+
+/// Read (NVM, 02h) of `range`, with Force Unit Access if `fua`. The data pointer comes after.
+pub(crate) struct Read {
+    pub(crate) range: LbaRange,
+    pub(crate) fua: bool,
+}
+
+impl From<Read> for Command {
+    #[inline]
+    fn from(read: Read) -> Self {
+        let mut command = read.range.command(nvm::READ);
+        if read.fua {
+            command.cdw12 |= RW_FUA;
+        }
+        command
+    }
+}
+
+/// Write (NVM, 01h) of `range`, with Force Unit Access if `fua`. The data pointer comes after.
+pub(crate) struct Write {
+    pub(crate) range: LbaRange,
+    pub(crate) fua: bool,
+}
+
+impl From<Write> for Command {
+    #[inline]
+    fn from(write: Write) -> Self {
+        let mut command = write.range.command(nvm::WRITE);
+        if write.fua {
+            command.cdw12 |= RW_FUA;
+        }
+        command
+    }
+}
+
+/// Write Zeroes (NVM, 08h) of `range`, without the Deallocate bit.
+pub(crate) struct WriteZeroes {
+    pub(crate) range: LbaRange,
+}
+
+impl From<WriteZeroes> for Command {
+    #[inline]
+    fn from(write_zeroes: WriteZeroes) -> Self {
+        write_zeroes.range.command(nvm::WRITE_ZEROES)
+    }
+}
+
+/// Dataset Management (NVM, 09h) of namespace `nsid`: `nr` ranges (1 to [`DSM_MAX_RANGES`]; the
+/// command carries it 0's based) at `prp1`, with the Attribute - Deallocate (AD) if `ad`.
+pub(crate) struct DatasetManagement {
+    pub(crate) nsid: u32,
+    pub(crate) prp1: DmaAddress,
+    pub(crate) nr: u16,
+    pub(crate) ad: bool,
+}
 
 /// Dataset Management: Attribute - Deallocate.
-pub(crate) const DSM_ATTR_DEALLOCATE: u32 = 1 << 2;
+const DSM_ATTR_DEALLOCATE: u32 = 1 << 2;
+
+impl From<DatasetManagement> for Command {
+    #[inline]
+    fn from(dsm: DatasetManagement) -> Self {
+        Self {
+            opcode: nvm::DATASET_MANAGEMENT,
+            nsid: dsm.nsid,
+            prp1: dsm.prp1,
+            cdw10: u32::from(dsm.nr - 1),
+            cdw11: if dsm.ad { DSM_ATTR_DEALLOCATE } else { 0 },
+            ..Self::default()
+        }
+    }
+}
+
 /// The most ranges a Dataset Management command holds (its Number of Ranges is 0's based, 8 bits).
 pub(crate) const DSM_MAX_RANGES: u16 = 256;
 /// The bytes of one Dataset Management range: context attributes, length in logical blocks, and
@@ -122,6 +487,13 @@ pub(crate) const DSM_MAX_RANGES: u16 = 256;
 // Only an assertion uses it, which rustc 1.85 (Debian's 7.3) does not count as a use.
 #[allow(dead_code)]
 pub(crate) const DSM_RANGE_BYTES: usize = 16;
+
+/// A Dataset Management range as it lies in memory, in two quadwords: no context attributes,
+/// `nlb` logical blocks, from `slba`.
+#[inline]
+pub(crate) fn dsm_range(slba: u64, nlb: u32) -> [u64; 2] {
+    [u64::from(nlb) << 32, slba]
+}
 
 /// Identify Controller, Optional Admin Command Support: Doorbell Buffer Config.
 pub(crate) const OACS_DOORBELL_BUFFER_CONFIG: u16 = 1 << 8;
@@ -190,76 +562,6 @@ impl IdentifyNvmController {
             wzsl: raw[1],
             dmrl: raw[3],
             dmrsl: u32::from_le_bytes([raw[4], raw[5], raw[6], raw[7]]),
-        })
-    }
-}
-
-/// The fields of an Identify Namespace data structure (4096 bytes) that this driver uses.
-pub(crate) struct IdentifyNamespace {
-    /// Namespace Size, in logical blocks.
-    pub(crate) nsze: u64,
-    /// log2 of the logical block size of the format in use.
-    pub(crate) lba_shift: u32,
-    /// Metadata bytes per logical block of the format in use.
-    pub(crate) metadata_size: u16,
-    /// The deallocate granularity and alignment the namespace prefers (NPDG, NPDA), the larger, in
-    /// logical blocks; 1 when it states neither.
-    pub(crate) preferred_deallocate_blocks: u32,
-    /// What the namespace writes whole even through a power failure, if the block layer can
-    /// describe it: not when the atomic boundaries start at an offset (NABO).
-    pub(crate) atomic_write: Option<AtomicWrite>,
-}
-
-/// A namespace's atomic write unit, in logical blocks.
-pub(crate) struct AtomicWrite {
-    /// The largest write kept whole: NAWUPF where NSFEAT says the namespace states its own,
-    /// otherwise one block, as in the C driver, which does not trust the controller's AWUPF.
-    pub(crate) blocks: u32,
-    /// The boundary such a write must not cross (NABSPF); 0 for none.
-    pub(crate) boundary_blocks: u32,
-}
-
-impl IdentifyNamespace {
-    /// Reads the fields from the raw data structure.
-    pub(crate) fn parse(raw: &[u8]) -> Result<Self> {
-        if raw.len() < 4096 {
-            return Err(EINVAL);
-        }
-        let mut nsze = [0u8; 8];
-        nsze.copy_from_slice(&raw[0..8]);
-        // FLBAS bits 3:0 (and 6:5 for more than 16 formats) select the LBA format.
-        let flbas = raw[26];
-        let format = usize::from((flbas & 0xf) | ((flbas >> 1) & 0x30));
-        let lbaf = 128 + 4 * format.min(63);
-        // NSFEAT bits 5:4 (OPTPERF): bit 4 says NPDG is valid, either bit that NPDA is. Bit 5
-        // points at NPDGL/NPDAL of the NVM command set's structure, which this driver does not
-        // read; the C driver prefers those where they are set.
-        let optperf = (raw[24] >> 4) & 0x3;
-        let from_zero_based = |at: usize| u32::from(u16::from_le_bytes([raw[at], raw[at + 1]])) + 1;
-        let npdg = if optperf & 0x1 != 0 {
-            from_zero_based(68)
-        } else {
-            1
-        };
-        let npda = if optperf != 0 { from_zero_based(70) } else { 1 };
-        let le16 = |at: usize| u16::from_le_bytes([raw[at], raw[at + 1]]);
-        // NSFEAT bit 1: NAWUN, NAWUPF and NACWU are the namespace's own.
-        let (nawupf, nabspf, nabo) = (le16(36), le16(44), le16(42));
-        let own = raw[24] & 0x2 != 0 && nawupf != 0;
-        let atomic_write = (nabo == 0).then(|| AtomicWrite {
-            blocks: if own { u32::from(nawupf) + 1 } else { 1 },
-            boundary_blocks: if own && nabspf != 0 {
-                u32::from(nabspf) + 1
-            } else {
-                0
-            },
-        });
-        Ok(Self {
-            nsze: u64::from_le_bytes(nsze),
-            lba_shift: u32::from(raw[lbaf + 2]),
-            metadata_size: u16::from_le_bytes([raw[lbaf], raw[lbaf + 1]]),
-            preferred_deallocate_blocks: npdg.max(npda),
-            atomic_write,
         })
     }
 }

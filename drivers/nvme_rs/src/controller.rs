@@ -17,15 +17,13 @@ use kernel::{
 
 use crate::admin::AdminQueue;
 use crate::blk;
-use crate::command;
-use crate::dma_local::Pool;
+use crate::command::{self, Cns, IdentifyController, IdentifyNvmController};
+use crate::dma_local::{Coherent, Pool};
 use crate::regs::{self, Bar0, Cap};
 use crate::shadow::ShadowDoorbells;
 
 /// The most I/O queues (and their interrupt vectors) this driver sets up.
 pub(crate) const MAX_IO_QUEUES: usize = 16;
-/// Entries of a PRP list: enough for the largest request plus its offset.
-pub(crate) const PRP_LIST_ENTRIES: usize = 128;
 /// Bytes of a list block from the pool, a page as in the C driver: a PRP list, an SGL with a
 /// descriptor for each segment of the largest request, or Dataset Management ranges, as many as a
 /// command can hold, since a controller may read that much whatever the command's count says.
@@ -156,10 +154,35 @@ impl<'a> Controller<'a> {
         self.cap.doorbell_stride()
     }
 
-    /// Hands the controller the shadow doorbells (Doorbell Buffer Config), as the C driver does, so
-    /// that ringing an I/O queue's doorbell is mostly a memory write instead of a trap into the
-    /// emulator. Without them, every doorbell stays an MMIO write.
-    pub(crate) fn enable_shadow_doorbells(&self) {
+    /// Identify Controller, and the NVM command set's Identify Controller, through `buf`.
+    pub(crate) fn identify(
+        &self,
+        buf: &Coherent<'_, u8>,
+    ) -> Result<(IdentifyController, IdentifyNvmController)> {
+        // A timed-out Identify kills the controller (`admin_command`) before `buf` can go.
+        let id = IdentifyController::parse(
+            &self.admin_command(|admin, bar| admin.identify(bar, Cns::Controller, 0, buf))?,
+        )?;
+        // Older controllers do not have this structure: no limits then. Before 1.2 the CNS field
+        // had two bits or one, and CNS 06h would be read as another.
+        let nvm_id = if self.version() >= regs::VS_1_2 {
+            self.admin_command(|admin, bar| admin.identify(bar, Cns::NvmController, 0, buf))
+                .and_then(|data| IdentifyNvmController::parse(&data))
+                .unwrap_or_default()
+        } else {
+            IdentifyNvmController::default()
+        };
+        Ok((id, nvm_id))
+    }
+
+    /// Hands the controller the shadow doorbells (Doorbell Buffer Config) if it offers them (`id`,
+    /// OACS), as the C driver does, so that ringing an I/O queue's doorbell is mostly a memory
+    /// write instead of a trap into the emulator. Without them, every doorbell stays an MMIO
+    /// write. Like the C driver, once the I/O queues exist, before any I/O.
+    pub(crate) fn enable_shadow_doorbells(&self, id: &IdentifyController) {
+        if id.oacs & command::OACS_DOORBELL_BUFFER_CONFIG == 0 {
+            return;
+        }
         let (doorbells, event_indexes) = self.shadow.dma_handles();
         // The controller owns the buffers from the command on, even if it times out; they live as
         // long as the controller.

@@ -15,30 +15,27 @@ mod compat;
 mod controller;
 mod dma_local;
 mod io;
+mod namespace;
+mod prp;
 mod queue;
 mod regs;
+mod sgl;
 mod shadow;
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use kernel::{
-    cpu::CpuId,
-    cpumask::CpumaskVar,
     device::{Bound, Core},
-    ffi::c_void,
     pci,
     prelude::*,
-    str::CString,
     sync::Arc,
-    time::msecs_to_jiffies,
 };
 
-use blk::{Disk, DiskConfig, TagSet, TagSetConfig};
-use command::{IdentifyController, IdentifyNamespace, IdentifyNvmController};
-use compat::param;
-use controller::{Controller, MAX_IO_QUEUES};
+use blk::{Disk, TagSet};
+use controller::Controller;
 use dma_local::{Coherent, Gfp, Mask};
-use io::{IoQueue, Namespace, SentCounts};
+use io::{IoQueue, SentCounts};
+use namespace::{ControllerLimits, Namespace};
 
 kernel::module_pci_driver! {
     type: NvmeDriver,
@@ -160,13 +157,47 @@ impl pci::Driver for NvmeDriver {
 }
 
 impl<'bound> Nvme<'bound> {
+    /// Brings a controller up, step by step as C's `nvme_probe` does. A step that fails leaves
+    /// what the earlier ones made to `Drop`.
     fn probe(pdev: &'bound pci::Device<Bound>) -> Result<Self> {
-        // SAFETY: Nothing of this device is allocated or mapped yet: the queues come below.
-        unsafe { dma_local::set_mask_and_coherent(pdev.as_ref(), Mask::bits(64)?) }?;
-        // PRPs carry the offset of the data within its first page: a bounce buffer must keep it.
-        // SAFETY: As above.
-        unsafe { dma_local::set_min_align_mask(pdev.as_ref(), (regs::PAGE_SIZE - 1) as u32) }?;
-        let mut nvme = Nvme {
+        set_dma_limits(pdev)?;
+        let mut nvme = Nvme::enable(pdev)?;
+        let ctrl = nvme.ctrl.clone();
+        let depth = io::queue_depth(&ctrl)?;
+        // For every Identify; a timed-out one kills the controller (`admin_command`) before `buf`
+        // goes.
+        let buf = Coherent::<u8>::alloc(pdev.as_ref(), admin::IDENTIFY_SIZE, Gfp::KERNEL)?;
+        let (id, nvm_id) = ctrl.identify(&buf)?;
+        let limits = ControllerLimits::new(&ctrl, &id, &nvm_id);
+        io::create_queues(
+            &ctrl,
+            depth,
+            limits.sgls(),
+            &mut nvme.vectors,
+            &mut nvme.io_queues,
+        )?;
+        ctrl.enable_shadow_doorbells(&id);
+        let tag_set = nvme.tag_set.insert(io::alloc_tag_set(&nvme.io_queues)?);
+        ctrl.set_tag_set(tag_set.as_raw());
+        io::steer_interrupts(tag_set, &nvme.io_queues)?;
+        namespace::alloc_disks(
+            &ctrl,
+            &buf,
+            &limits,
+            tag_set,
+            nvme.instance.0,
+            &mut nvme.namespaces,
+            &mut nvme.disks,
+        )?;
+        namespace::add_disks(&ctrl, &mut nvme.disks)?;
+        nvme.announce(&limits);
+        Ok(nvme)
+    }
+
+    /// Maps BAR 0, resets the controller, sets up its admin queue and enables it
+    /// ([`Controller::new`]), and takes a controller number for the disks' names.
+    fn enable(pdev: &'bound pci::Device<Bound>) -> Result<Self> {
+        Ok(Nvme {
             disks: KVec::new(),
             tag_set: None,
             namespaces: KVec::new(),
@@ -174,235 +205,33 @@ impl<'bound> Nvme<'bound> {
             ctrl: Arc::pin_init(Controller::new(pdev, io::cancel_all), GFP_KERNEL)?,
             vectors: None,
             instance: Instance::take()?,
-        };
-        let ctrl = nvme.ctrl.clone();
-        // As in the C driver; blk-mq gets one tag fewer, so a queue can never overflow.
-        let depth = param(&crate::module_parameters::io_queue_depth);
-        if !(2..4096).contains(&depth) {
-            dev_err!(pdev, "io_queue_depth={} is not 2 to 4095\n", depth);
-            return Err(EINVAL);
-        }
-        let depth = depth.min(ctrl.cap.max_queue_entries()) as u16;
-        let buf = Coherent::<u8>::alloc(pdev.as_ref(), admin::IDENTIFY_SIZE, Gfp::KERNEL)?;
-        // A timed-out Identify kills the controller (`admin_command`) before `buf` goes.
-        let id =
-            IdentifyController::parse(&ctrl.admin_command(|admin, bar| {
-                admin.identify(bar, command::CNS_CONTROLLER, 0, &buf)
-            })?)?;
+        })
+    }
 
-        // Older controllers do not have this structure: no limits then. Before 1.2 the CNS field
-        // had two bits or one, and CNS 06h would be read as another.
-        let nvm_id = if ctrl.version() >= regs::VS_1_2 {
-            ctrl.admin_command(|admin, bar| {
-                admin.identify(bar, command::CNS_NVM_CONTROLLER, 0, &buf)
-            })
-            .and_then(|data| IdentifyNvmController::parse(&data))
-            .unwrap_or_default()
-        } else {
-            IdentifyNvmController::default()
-        };
-
-        let sgls = id.sgls & command::SGLS_SUPPORTED_MASK != 0;
-        let sgl_threshold = sgls.then_some(match param(&crate::module_parameters::sgl_threshold) {
-            0 => usize::MAX,
-            bytes => bytes as usize,
-        });
-
-        // One I/O queue pair per CPU, as far as the controller and the interrupt vectors go.
-        let wanted = kernel::cpu::nr_cpu_ids().clamp(1, MAX_IO_QUEUES as u32) as u16;
-        let granted = ctrl.admin_command(|admin, bar| admin.set_number_of_queues(bar, wanted))?;
-        let vectors = nvme
-            .vectors
-            .insert(compat::alloc_irq_vectors(pdev, 1, u32::from(granted))?);
-        let count = usize::from(granted).min(vectors.len());
-        nvme.io_queues.reserve(count, GFP_KERNEL)?;
-        for index in 0..count {
-            let irq = compat::vector_irq(vectors, index)?;
-            let queue = IoQueue::new(
-                ctrl.clone(),
-                index as u16 + 1,
-                depth,
-                index as u16,
-                irq,
-                sgl_threshold,
-            )?;
-            nvme.io_queues.push(queue, GFP_KERNEL)?;
-        }
-        // Like the C driver: once the I/O queues exist, before any I/O.
-        if id.oacs & command::OACS_DOORBELL_BUFFER_CONFIG != 0 {
-            ctrl.enable_shadow_doorbells();
-        }
-
-        let depth = nvme.io_queues[0].depth();
-        let tag_set = nvme.tag_set.insert(TagSet::new(TagSetConfig {
-            ops: &io::MQ_OPS,
-            nr_hw_queues: count as u32,
-            queue_depth: u32::from(depth - 1),
-            cmd_size: io::PDU_SIZE as u32,
-            // `init_hctx` indexes this array, which does not change until the tag set is gone.
-            driver_data: nvme.io_queues.as_ptr().cast_mut().cast::<c_void>(),
-            timeout: u32::try_from(msecs_to_jiffies(
-                param(&crate::module_parameters::io_timeout).saturating_mul(1000),
-            ))
-            .unwrap_or(u32::MAX),
-        })?);
-        ctrl.set_tag_set(tag_set.as_raw());
-        for (index, queue) in nvme.io_queues.iter().enumerate() {
-            let mut cpus = CpumaskVar::new_zero(GFP_KERNEL)?;
-            for cpu in 0..kernel::cpu::nr_cpu_ids() {
-                if tag_set.hw_queue_of_cpu(cpu) == Some(index as u32) {
-                    cpus.set(CpuId::from_u32(cpu).ok_or(EINVAL)?);
-                }
-            }
-            if cpus.weight() > 0 {
-                queue.set_affinity(&cpus);
-            }
-        }
-
-        // The largest transfer: what the PRP list holds, no more than MDTS allows, and no more than
-        // one mapping may hold cheaply (an IOMMU's cached range, a bounce buffer's limit), since
-        // contiguous data is mapped at once; the C driver bounds it by `dma_opt_mapping_size` too.
-        let mut max_transfer = io::MAX_TRANSFER.min(
-            dma_local::opt_mapping_size(ctrl.pdev.as_ref()) / regs::PAGE_SIZE * regs::PAGE_SIZE,
-        );
-        if id.mdts > 0 {
-            max_transfer = max_transfer.min(ctrl.cap.min_page_size() << id.mdts);
-        }
-        let list = ctrl.admin_command(|admin, bar| {
-            admin.identify(bar, command::CNS_ACTIVE_NAMESPACES, 0, &buf)
-        })?;
-        for nsid in list
-            .chunks_exact(4)
-            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .take_while(|&nsid| nsid != 0 && nsid <= id.nn)
-        {
-            let data = ctrl.admin_command(|admin, bar| {
-                admin.identify(bar, command::CNS_NAMESPACE, nsid, &buf)
-            })?;
-            let ns = IdentifyNamespace::parse(&data)?;
-            if ns.nsze == 0 || ns.metadata_size != 0 || !(9..=12).contains(&ns.lba_shift) {
-                dev_info!(pdev, "namespace {} skipped: unsupported format\n", nsid);
-                continue;
-            }
-            let namespace = KBox::new(
-                Namespace {
-                    nsid,
-                    lba_shift: ns.lba_shift,
-                },
-                GFP_KERNEL,
-            )?;
-            let name = CString::try_from_fmt(fmt!("rsnvme{}n{}", nvme.instance.0, nsid))?;
-            let config = DiskConfig {
-                name: &name,
-                logical_block_size: 1 << ns.lba_shift,
-                capacity_sectors: ns.nsze << (ns.lba_shift - 9),
-                max_hw_sectors: (max_transfer >> 9) as u32,
-                max_segments: io::MAX_SEGMENTS as u16,
-                // As in the C driver: segments may start or end inside a page only where an SGL
-                // can describe them.
-                virt_boundary_mask: if sgls { 0 } else { regs::PAGE_SIZE as u64 - 1 },
-                write_cache: id.vwc & command::VWC_PRESENT != 0,
-                max_discard_sectors: discard_limit(&id, nvm_id.dmrsl, ns.lba_shift),
-                discard_granularity: ns
-                    .preferred_deallocate_blocks
-                    .checked_mul(1 << ns.lba_shift)
-                    .unwrap_or(1 << ns.lba_shift),
-                max_discard_segments: match nvm_id.dmrl {
-                    0 => command::DSM_MAX_RANGES,
-                    ranges => u16::from(ranges),
-                },
-                atomic_write: ns.atomic_write.map(|unit| {
-                    (
-                        unit.blocks << ns.lba_shift,
-                        unit.boundary_blocks << ns.lba_shift,
-                    )
-                }),
-                max_write_zeroes_sectors: write_zeroes_limit(
-                    &id,
-                    &nvm_id,
-                    ctrl.cap.min_page_size(),
-                    max_transfer,
-                    ns.lba_shift,
-                ),
-            };
-            // SAFETY: The namespace is boxed and outlives the disk (`Drop` deletes disks first).
-            let disk = unsafe {
-                Disk::new(
-                    tag_set,
-                    &config,
-                    core::ptr::from_ref::<Namespace>(&namespace)
-                        .cast_mut()
-                        .cast(),
-                )?
-            };
-            nvme.namespaces.push(namespace, GFP_KERNEL)?;
-            nvme.disks.push(disk, GFP_KERNEL)?;
-        }
-        // Every disk has joined the tag set before the first is added, because adding one starts
-        // I/O (the partition scan): a queue joining later would wait for that I/O (the set's
-        // queues are frozen when it becomes shared), and would miss the quiesce of a `kill` that
-        // I/O caused, then be unquiesced with the rest (a warning in blk-mq).
-        for disk in nvme.disks.iter_mut() {
-            disk.add(pdev.as_ref())?;
-            if ctrl.is_dead() {
-                dev_err!(
-                    pdev,
-                    "controller stopped responding while its disks were added\n"
-                );
-                return Err(EIO);
-            }
-        }
+    /// Says what the controller got.
+    fn announce(&self, limits: &ControllerLimits<'_>) {
         dev_info!(
-            pdev,
+            self.ctrl.pdev,
             "{} I/O queues{}, disks for {} namespaces, max transfer {} KiB\n",
-            count,
-            if ctrl.shadow_doorbells().is_some() {
+            self.io_queues.len(),
+            if self.ctrl.shadow_doorbells().is_some() {
                 " with shadow doorbells"
             } else {
                 ""
             },
-            nvme.disks.len(),
-            max_transfer / 1024
+            self.disks.len(),
+            limits.max_transfer / 1024
         );
-        Ok(nvme)
     }
 }
 
-/// The largest discard in sectors: the controller's range size limit, if any and if it fits,
-/// otherwise as much as a request holds; none without Dataset Management.
-fn discard_limit(id: &IdentifyController, dmrsl: u32, lba_shift: u32) -> u32 {
-    if id.oncs & command::ONCS_DSM == 0 {
-        0
-    } else if dmrsl != 0 && dmrsl <= u32::MAX >> (lba_shift - 9) {
-        dmrsl << (lba_shift - 9)
-    } else {
-        u32::MAX
-    }
-}
-
-/// The largest Write Zeroes in sectors: WZSL if the controller sets it, otherwise as much as a
-/// data transfer may move (the C driver's rule), and no more than the command's 16-bit block
-/// count holds; none without Write Zeroes.
-fn write_zeroes_limit(
-    id: &IdentifyController,
-    nvm_id: &IdentifyNvmController,
-    min_page_size: usize,
-    max_transfer: usize,
-    lba_shift: u32,
-) -> u32 {
-    if id.oncs & command::ONCS_WRITE_ZEROES == 0 {
-        return 0;
-    }
-    let bytes = match nvm_id.wzsl {
-        0 => max_transfer as u64,
-        // The minimum page size is a power of two.
-        wzsl => match u32::from(wzsl) + min_page_size.trailing_zeros() {
-            shift @ 0..64 => 1 << shift,
-            _ => u64::MAX,
-        },
-    };
-    let most_blocks = 0x1_0000u64 << lba_shift;
-    (bytes.min(most_blocks) >> 9).min(u64::from(u32::MAX)) as u32
+/// Sets the DMA masks (64 bits) and the minimum alignment a bounce buffer keeps: PRPs carry the
+/// offset of the data within its first page.
+fn set_dma_limits(pdev: &pci::Device<Bound>) -> Result {
+    // SAFETY: Nothing of this device is allocated or mapped yet: the probe does that afterwards.
+    unsafe { dma_local::set_mask_and_coherent(pdev.as_ref(), Mask::bits(64)?) }?;
+    // SAFETY: As above.
+    unsafe { dma_local::set_min_align_mask(pdev.as_ref(), (regs::PAGE_SIZE - 1) as u32) }
 }
 
 impl Drop for Nvme<'_> {

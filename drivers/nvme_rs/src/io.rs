@@ -1,39 +1,39 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The I/O path: I/O queue pairs, the blk-mq callbacks that turn requests into NVM commands with
-//! PRPs, the interrupt handler that completes them, and the timeout handler.
+//! The I/O path: I/O queue pairs, the blk-mq callbacks that turn requests into NVM commands, the
+//! interrupt handler that completes them, and the timeout handler.
 //!
-//! A request's data is mapped segment by segment with `dma_local::Mapping`, described to the
-//! controller by PRP1/PRP2 and, beyond two pages, by a PRP list from the controller's `dma_local`
-//! pool. The mappings and the list live in the request's per-request data ([`Pdu`]) until the
-//! request completes.
+//! A request's data is mapped segment by segment with `dma_local::Mapping`, and described to the
+//! controller with PRPs (`prp.rs`) or an SGL (`sgl.rs`), whose lists are blocks of the
+//! controller's `dma_local` pool. The mappings and the list live in the request's per-request
+//! data ([`Pdu`]) until the request completes.
 
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU16, AtomicU64, AtomicU8, Ordering};
 
 use kernel::{
     bindings,
-    cpumask::Cpumask,
+    cpu::CpuId,
+    cpumask::{Cpumask, CpumaskVar},
     device::{Bound, Device},
     ffi::{c_int, c_uint, c_void},
     new_mutex, new_spinlock,
     prelude::*,
     sync::{Arc, Mutex, SpinLock},
+    time::msecs_to_jiffies,
 };
 
-use crate::blk::{self, Op, Piece, Request, Status, TimeoutAction};
-use crate::command::{self, nvm, Command};
-use crate::compat::irqreturn;
-use crate::controller::{Controller, LIST_BLOCK_BYTES, PRP_LIST_ENTRIES};
+use crate::blk::{self, Op, Piece, Request, Status, TagSet, TagSetConfig, TimeoutAction};
+use crate::command::{
+    self, dsm_range, Command, DatasetManagement, Flush, LbaRange, Read, Write, WriteZeroes,
+};
+use crate::compat::{self, irqreturn, param};
+use crate::controller::{Controller, MAX_IO_QUEUES};
 use crate::dma_local::{Attrs, Direction, Gfp, Mapping, PoolBlock};
+use crate::namespace::Namespace;
+use crate::prp::{self, MAX_SEGMENTS};
 use crate::queue::{doorbells, CompletionQueue, SubmissionQueue};
-use crate::regs::PAGE_SIZE;
-
-/// The most segments of one request: its largest size in pages, plus one for a first page that
-/// starts at an offset.
-pub(crate) const MAX_SEGMENTS: usize = PRP_LIST_ENTRIES + 1;
-/// The largest request in bytes.
-pub(crate) const MAX_TRANSFER: usize = PRP_LIST_ENTRIES * PAGE_SIZE;
+use crate::sgl;
 
 /// A command identifier is the request's tag in its low 12 bits (queues hold at most 4,095
 /// entries) and the request's generation, counted up at every submission, in the high 4 (C's
@@ -46,33 +46,85 @@ const GENERATION_MASK: u8 = 0xf;
 fn command_id(tag: u16, generation: u8) -> u16 {
     (tag & CID_TAG_MASK) | (u16::from(generation & GENERATION_MASK) << CID_TAG_BITS)
 }
-/// The bytes of an SGL Data Block descriptor.
-const SGL_DESCRIPTOR_BYTES: usize = 16;
-// A list block holds a PRP list, and an SGL descriptor for every segment.
-const _: () = assert!(
-    8 * PRP_LIST_ENTRIES <= LIST_BLOCK_BYTES
-        && SGL_DESCRIPTOR_BYTES * MAX_SEGMENTS <= LIST_BLOCK_BYTES
-);
 
-/// A namespace as its disk's requests see it (the disk's `queuedata`).
-pub(crate) struct Namespace {
-    pub(crate) nsid: u32,
-    /// log2 of the logical block size.
-    pub(crate) lba_shift: u32,
+/// The entries of each I/O queue: the `io_queue_depth` parameter (2 to 4095, as in the C driver;
+/// blk-mq gets one tag fewer, so a queue can never overflow), as far as the controller goes.
+pub(crate) fn queue_depth(ctrl: &Controller<'_>) -> Result<u16> {
+    let depth = param(&crate::module_parameters::io_queue_depth);
+    if !(2..4096).contains(&depth) {
+        dev_err!(ctrl.pdev, "io_queue_depth={} is not 2 to 4095\n", depth);
+        return Err(EINVAL);
+    }
+    Ok(depth.min(ctrl.cap.max_queue_entries()) as u16)
 }
 
-impl Namespace {
-    /// The logical block `rq` starts at.
-    #[inline]
-    fn first_block(&self, rq: &Request<Pdu<'_>>) -> u64 {
-        rq.sector() >> (self.lba_shift - 9)
+/// Asks for one I/O queue pair per CPU (Set Features, Number of Queues), takes an interrupt
+/// vector for each pair granted into `vectors`, and creates as many pairs as there are vectors,
+/// of `depth` entries each, into `queues`. `sgls`: whether the controller takes SGLs.
+pub(crate) fn create_queues<'a>(
+    ctrl: &Arc<Controller<'a>>,
+    depth: u16,
+    sgls: bool,
+    vectors: &mut Option<compat::IrqVectors<'a>>,
+    queues: &mut KVec<Pin<KBox<IoQueue<'a>>>>,
+) -> Result {
+    let sgl_threshold = sgls.then_some(match param(&crate::module_parameters::sgl_threshold) {
+        0 => usize::MAX,
+        bytes => bytes as usize,
+    });
+    // One I/O queue pair per CPU, as far as the controller and the interrupt vectors go.
+    let wanted = kernel::cpu::nr_cpu_ids().clamp(1, MAX_IO_QUEUES as u32) as u16;
+    let granted = ctrl.admin_command(|admin, bar| admin.set_number_of_queues(bar, wanted))?;
+    let vectors = vectors.insert(compat::alloc_irq_vectors(ctrl.pdev, 1, u32::from(granted))?);
+    let count = usize::from(granted).min(vectors.len());
+    queues.reserve(count, GFP_KERNEL)?;
+    for index in 0..count {
+        let irq = compat::vector_irq(vectors, index)?;
+        let queue = IoQueue::new(
+            ctrl.clone(),
+            index as u16 + 1,
+            depth,
+            index as u16,
+            irq,
+            sgl_threshold,
+        )?;
+        queues.push(queue, GFP_KERNEL)?;
     }
+    Ok(())
+}
 
-    /// How many logical blocks `rq` covers.
-    #[inline]
-    fn block_count(&self, rq: &Request<Pdu<'_>>) -> u32 {
-        rq.bytes() >> self.lba_shift
+/// The tag set of the I/O queues `queues` (at least one): a hardware queue for each, with one tag
+/// fewer than its entries, and the `io_timeout` parameter.
+pub(crate) fn alloc_tag_set(queues: &KVec<Pin<KBox<IoQueue<'_>>>>) -> Result<TagSet> {
+    let depth = queues[0].depth();
+    TagSet::new(TagSetConfig {
+        ops: &MQ_OPS,
+        nr_hw_queues: queues.len() as u32,
+        queue_depth: u32::from(depth - 1),
+        cmd_size: PDU_SIZE as u32,
+        // `init_hctx` indexes this array, which does not change until the tag set is gone.
+        driver_data: queues.as_ptr().cast_mut().cast::<c_void>(),
+        timeout: u32::try_from(msecs_to_jiffies(
+            param(&crate::module_parameters::io_timeout).saturating_mul(1000),
+        ))
+        .unwrap_or(u32::MAX),
+    })
+}
+
+/// Steers each queue's interrupt to the CPUs that `tag_set` maps to its hardware queue.
+pub(crate) fn steer_interrupts(tag_set: &TagSet, queues: &KVec<Pin<KBox<IoQueue<'_>>>>) -> Result {
+    for (index, queue) in queues.iter().enumerate() {
+        let mut cpus = CpumaskVar::new_zero(GFP_KERNEL)?;
+        for cpu in 0..kernel::cpu::nr_cpu_ids() {
+            if tag_set.hw_queue_of_cpu(cpu) == Some(index as u32) {
+                cpus.set(CpuId::from_u32(cpu).ok_or(EINVAL)?);
+            }
+        }
+        if cpus.weight() > 0 {
+            queue.set_affinity(&cpus);
+        }
     }
+    Ok(())
 }
 
 /// An I/O submission and completion queue pair with its interrupt.
@@ -220,14 +272,14 @@ impl<'a> IoQueue<'a> {
             DataPointer::Prps => bump(&self.prp_commands),
             DataPointer::Sgl => bump(&self.sgl_commands),
             DataPointer::None => {
-                if queued.opcode == nvm::DATASET_MANAGEMENT {
+                if let Some(ranges) = queued.dsm_ranges() {
                     bump(&self.dsm_commands);
-                    add(&self.dsm_ranges, u64::from(queued.cdw10 & 0xff) + 1);
+                    add(&self.dsm_ranges, u64::from(ranges));
                 }
                 return;
             }
         }
-        if queued.cdw12 & command::RW_FUA != 0 {
+        if queued.is_fua() {
             bump(&self.fua_commands);
         }
     }
@@ -658,11 +710,7 @@ fn submit<'a>(
     if queue.ctrl.is_dead() {
         return Err(Status::IOERR);
     }
-    let mut command = Command {
-        nsid: ns.nsid,
-        ..Command::default()
-    };
-    let data_pointer = {
+    let (command, data_pointer) = {
         // SAFETY: The pdu was initialised by `init_request`.
         let pdu = unsafe { &*rq.pdu() };
         pdu.status.store(0, Ordering::Relaxed);
@@ -671,12 +719,14 @@ fn submit<'a>(
         pdu.aborted.store(false, Ordering::Relaxed);
         let generation = pdu.generation.load(Ordering::Relaxed).wrapping_add(1) & GENERATION_MASK;
         pdu.generation.store(generation, Ordering::Relaxed);
-        command.cid = command_id(rq.tag(), generation);
         // SAFETY: blk-mq gave the request to the driver, and the controller has not seen it: the
         // data is the submitter's.
         let data = unsafe { pdu.data() };
-        match prepare(queue, ns, rq, data, &mut command) {
-            Ok(pointer) => pointer,
+        match prepare(queue, ns, rq, data) {
+            Ok((mut command, pointer)) => {
+                command.set_cid(command_id(rq.tag(), generation));
+                (command, pointer)
+            }
             Err(status) => {
                 data.release();
                 return Err(status);
@@ -744,25 +794,11 @@ enum DataPointer {
     Sgl,
 }
 
-/// Sets `command` to `opcode` over `rq`'s logical blocks: the starting LBA and the 0's based
-/// count, which has 16 bits (the disk's limits keep requests within it).
+/// `rq`'s logical blocks, which a command holds (the disk's limits keep requests within its 16
+/// bits of block count).
 #[inline]
-fn set_block_range(
-    command: &mut Command,
-    opcode: u8,
-    ns: &Namespace,
-    rq: &Request<Pdu<'_>>,
-) -> Result<(), Status> {
-    let blocks = ns.block_count(rq);
-    if blocks == 0 || blocks > 0x1_0000 {
-        return Err(Status::IOERR);
-    }
-    let slba = ns.first_block(rq);
-    command.opcode = opcode;
-    command.cdw10 = slba as u32;
-    command.cdw11 = (slba >> 32) as u32;
-    command.cdw12 = blocks - 1;
-    Ok(())
+fn lba_range(ns: &Namespace, rq: &Request<Pdu<'_>>) -> Result<LbaRange, Status> {
+    LbaRange::new(ns.nsid, ns.first_block(rq), ns.block_count(rq)).ok_or(Status::IOERR)
 }
 
 /// Whether atomic write `rq` lies within the disk's atomic write limits. NVMe has no atomic write
@@ -778,23 +814,22 @@ fn fits_atomic_write(rq: &Request<Pdu<'_>>) -> bool {
             || (bytes <= boundary && start / u64::from(boundary) == last / u64::from(boundary)))
 }
 
-/// Fills in `command` for `rq`, mapping its data into `pdu`.
+/// The command for `rq` (without its command identifier), with its data mapped into `pdu`.
 fn prepare<'a>(
     queue: &'a IoQueue<'a>,
     ns: &Namespace,
     rq: &Request<Pdu<'a>>,
     pdu: &mut PduData<'a>,
-    command: &mut Command,
-) -> Result<DataPointer, Status> {
+) -> Result<(Command, DataPointer), Status> {
     Ok(match rq.op() {
-        Op::Flush => {
-            command.opcode = nvm::FLUSH;
-            DataPointer::None
-        }
-        Op::WriteZeroes => {
-            set_block_range(command, nvm::WRITE_ZEROES, ns, rq)?;
-            DataPointer::None
-        }
+        Op::Flush => (Flush { nsid: ns.nsid }.into(), DataPointer::None),
+        Op::WriteZeroes => (
+            WriteZeroes {
+                range: lba_range(ns, rq)?,
+            }
+            .into(),
+            DataPointer::None,
+        ),
         Op::Discard => {
             let mut ranges = queue
                 .ctrl
@@ -804,9 +839,10 @@ fn prepare<'a>(
             // Each range: context attributes (none) and length in logical blocks, then the
             // starting LBA. The rest of the block stays zero.
             let mut write_range = |index: usize, first_block: u64, blocks: u32| {
+                let [first, second] = dsm_range(first_block, blocks);
                 ranges
-                    .write(2 * index, u64::from(blocks) << 32)
-                    .and_then(|()| ranges.write(2 * index + 1, first_block))
+                    .write(2 * index, first)
+                    .and_then(|()| ranges.write(2 * index + 1, second))
                     .map_err(|_| Status::IOERR)
             };
             // The block layer counts a discard's bios as its segments (one where the disk takes
@@ -827,27 +863,28 @@ fn prepare<'a>(
             if written != usize::from(count) {
                 return Err(Status::IOERR);
             }
-            command.opcode = nvm::DATASET_MANAGEMENT;
-            command.prp1 = ranges.dma_handle();
-            command.cdw10 = u32::from(count - 1);
-            command.cdw11 = command::DSM_ATTR_DEALLOCATE;
+            let command = DatasetManagement {
+                nsid: ns.nsid,
+                prp1: ranges.dma_handle(),
+                nr: count,
+                ad: true,
+            }
+            .into();
             pdu.list = Some(ranges);
-            DataPointer::None
+            (command, DataPointer::None)
         }
         op @ (Op::Read | Op::Write) => {
             let bytes = rq.bytes();
-            let (opcode, dir) = if op == Op::Read {
-                (nvm::READ, Direction::FromDevice)
-            } else {
-                (nvm::WRITE, Direction::ToDevice)
-            };
-            set_block_range(command, opcode, ns, rq)?;
+            let range = lba_range(ns, rq)?;
             if rq.is_atomic() && !fits_atomic_write(rq) {
                 return Err(Status::INVAL);
             }
-            if rq.is_fua() {
-                command.cdw12 |= command::RW_FUA;
-            }
+            let fua = rq.is_fua();
+            let (mut command, dir): (Command, _) = if op == Op::Read {
+                (Read { range, fua }.into(), Direction::FromDevice)
+            } else {
+                (Write { range, fua }.into(), Direction::ToDevice)
+            };
             let segments = map_data(queue, rq, pdu, dir)?;
             // Like the C driver: PRPs describe every page, an SGL every segment, which costs the
             // controller less when segments are large, and describes segments that start or end
@@ -856,15 +893,26 @@ fn prepare<'a>(
             let sgl_first = queue
                 .sgl_threshold
                 .is_some_and(|threshold| average >= threshold);
-            if !sgl_first && build_prps(queue, pdu, command)? {
+            let pool = &queue.ctrl.list_pool;
+            let prps = if sgl_first {
+                None
+            } else {
+                prp::build(pool, pdu.single_mapping(), pdu.mappings())?
+            };
+            let pointer = if let Some(prps) = prps {
+                command.set_prps(prps.prp1, prps.prp2);
+                pdu.list = prps.list;
                 DataPointer::Prps
             } else if queue.sgl_threshold.is_some() {
-                build_sgl(queue, pdu, command)?;
+                let sgl = sgl::build(pool, pdu.single_mapping(), pdu.mappings())?;
+                command.set_sgl(sgl.sgl1);
+                pdu.list = sgl.list;
                 DataPointer::Sgl
             } else {
                 // Not reached: without SGLs the disk's virtual boundary keeps such data apart.
                 return Err(Status::IOERR);
-            }
+            };
+            (command, pointer)
         }
         Op::Other(_) => return Err(Status::NOTSUPP),
     })
@@ -934,121 +982,6 @@ unsafe fn map_run<'a>(
     // SAFETY: By the function's safety requirement.
     unsafe { Mapping::from_page(queue.dev, run.page, run.offset, run.len, dir, Attrs::NONE) }
         .map_err(|_| Status::RESOURCE)
-}
-
-/// Describes the mapped data with an SGL: one Data Block descriptor in the command, or a Last
-/// Segment descriptor pointing at a list of them from the pool.
-fn build_sgl<'a>(
-    queue: &'a IoQueue<'a>,
-    pdu: &mut PduData<'a>,
-    command: &mut Command,
-) -> Result<(), Status> {
-    // A descriptor's second quadword: length in bits 31:0, descriptor type in bits 63:60.
-    let descriptor = |length: u64, kind: u64| length | (kind << 60);
-    command.flags |= command::FLAGS_PSDT_SGL;
-    if let Some(map) = pdu.single_mapping() {
-        command.prp1 = map.dma_handle();
-        command.prp2 = descriptor(map.len() as u64, command::SGL_DATA_BLOCK);
-        return Ok(());
-    }
-    // A block holds a descriptor for every segment (asserted with `SGL_DESCRIPTOR_BYTES`).
-    let mut list = queue
-        .ctrl
-        .list_pool
-        .alloc_unzeroed(Gfp::ATOMIC | Gfp::NOWARN)
-        .map_err(|_| Status::RESOURCE)?;
-    let mut count = 0;
-    for map in pdu.mappings() {
-        list.write(2 * count, map.dma_handle())
-            .and_then(|()| {
-                list.write(
-                    2 * count + 1,
-                    descriptor(map.len() as u64, command::SGL_DATA_BLOCK),
-                )
-            })
-            .map_err(|_| Status::IOERR)?;
-        count += 1;
-    }
-    command.prp1 = list.dma_handle();
-    command.prp2 = descriptor(
-        (SGL_DESCRIPTOR_BYTES * count) as u64,
-        command::SGL_LAST_SEGMENT,
-    );
-    pdu.list = Some(list);
-    Ok(())
-}
-
-/// Describes the mapped data with PRP1, PRP2 and, beyond two pages, a PRP list; `false`, keeping
-/// nothing, when PRPs cannot describe it: only the first mapping may start inside a page, and only
-/// the last may end inside one (data the disk allows only when the controller has SGLs).
-fn build_prps<'a>(
-    queue: &'a IoQueue<'a>,
-    pdu: &mut PduData<'a>,
-    command: &mut Command,
-) -> Result<bool, Status> {
-    const PAGE: u64 = PAGE_SIZE as u64;
-    // The common case, as in the C driver: one mapping within two pages needs no list.
-    if let Some(map) = pdu.single_mapping() {
-        let start = map.dma_handle();
-        let end = start + map.len() as u64;
-        let second_page = (start / PAGE + 1) * PAGE;
-        if end <= second_page + PAGE {
-            command.prp1 = start;
-            if end > second_page {
-                command.prp2 = second_page;
-            }
-            return Ok(true);
-        }
-    }
-    // Every page the data touches, in order, in one pass: PRP1, then PRP2, or from the third page
-    // on a PRP list that PRP2 points at and that starts with the second page.
-    let mut pages = 0usize;
-    let mut second = 0;
-    let mut list: Option<PoolBlock<'a, 'a, u64>> = None;
-    let mut previous_end = None;
-    for map in pdu.mappings() {
-        let (start, end) = (map.dma_handle(), map.dma_handle() + map.len() as u64);
-        if previous_end.is_some_and(|previous: u64| previous % PAGE != 0 || start % PAGE != 0) {
-            return Ok(false);
-        }
-        previous_end = Some(end);
-        let mut page = start;
-        while page < end {
-            match pages {
-                0 => command.prp1 = page,
-                1 => second = page,
-                _ => {
-                    let list = match list.as_mut() {
-                        Some(list) => list,
-                        None => {
-                            let mut new = queue
-                                .ctrl
-                                .list_pool
-                                .alloc_unzeroed(Gfp::ATOMIC | Gfp::NOWARN)
-                                .map_err(|_| Status::RESOURCE)?;
-                            new.write(0, second).map_err(|_| Status::IOERR)?;
-                            list.insert(new)
-                        }
-                    };
-                    // Only a request larger than the disk's limit has more pages.
-                    if pages > PRP_LIST_ENTRIES {
-                        return Err(Status::IOERR);
-                    }
-                    list.write(pages - 1, page).map_err(|_| Status::IOERR)?;
-                }
-            }
-            pages += 1;
-            page = (page / PAGE + 1) * PAGE;
-        }
-    }
-    match list {
-        Some(list) => {
-            command.prp2 = list.dma_handle();
-            pdu.list = Some(list);
-        }
-        None => command.prp2 = second,
-    }
-    Ok(true)
 }
 
 /// Ends a batch of successful requests (`CompletionBatch::complete`).

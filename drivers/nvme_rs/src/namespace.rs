@@ -1,0 +1,301 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Namespaces: what Identify Namespace says about each active namespace, turned into the limits of
+//! its disk (logical block size, capacity, largest transfer, discard, write zeroes, atomic
+//! writes), and the namespace as its disk's requests see it.
+
+use kernel::{prelude::*, str::CString};
+
+use crate::blk::{Disk, DiskConfig, Request, TagSet};
+use crate::command::{self, Cns, IdentifyController, IdentifyNvmController};
+use crate::controller::Controller;
+use crate::dma_local::{self, Coherent};
+use crate::prp;
+use crate::regs;
+
+/// A namespace as its disk's requests see it (the disk's `queuedata`).
+pub(crate) struct Namespace {
+    pub(crate) nsid: u32,
+    /// log2 of the logical block size.
+    pub(crate) lba_shift: u32,
+}
+
+impl Namespace {
+    /// The logical block `rq` starts at.
+    #[inline]
+    pub(crate) fn first_block<P>(&self, rq: &Request<P>) -> u64 {
+        rq.sector() >> (self.lba_shift - 9)
+    }
+
+    /// How many logical blocks `rq` covers.
+    #[inline]
+    pub(crate) fn block_count<P>(&self, rq: &Request<P>) -> u32 {
+        rq.bytes() >> self.lba_shift
+    }
+}
+
+/// The fields of an Identify Namespace data structure (4096 bytes) that this driver uses.
+struct IdentifyNamespace {
+    /// Namespace Size, in logical blocks.
+    nsze: u64,
+    /// log2 of the logical block size of the format in use.
+    lba_shift: u32,
+    /// Metadata bytes per logical block of the format in use.
+    metadata_size: u16,
+    /// The deallocate granularity and alignment the namespace prefers (NPDG, NPDA), the larger, in
+    /// logical blocks; 1 when it states neither.
+    preferred_deallocate_blocks: u32,
+    /// What the namespace writes whole even through a power failure, if the block layer can
+    /// describe it: not when the atomic boundaries start at an offset (NABO).
+    atomic_write: Option<AtomicWrite>,
+}
+
+/// A namespace's atomic write unit, in logical blocks.
+struct AtomicWrite {
+    /// The largest write kept whole: NAWUPF where NSFEAT says the namespace states its own,
+    /// otherwise one block, as in the C driver, which does not trust the controller's AWUPF.
+    blocks: u32,
+    /// The boundary such a write must not cross (NABSPF); 0 for none.
+    boundary_blocks: u32,
+}
+
+impl IdentifyNamespace {
+    /// Identifies namespace `nsid` through `buf`.
+    fn identify(ctrl: &Controller<'_>, buf: &Coherent<'_, u8>, nsid: u32) -> Result<Self> {
+        // A timed-out Identify kills the controller (`admin_command`) before `buf` can go.
+        let data =
+            ctrl.admin_command(|admin, bar| admin.identify(bar, Cns::Namespace, nsid, buf))?;
+        Self::parse(&data)
+    }
+
+    /// Reads the fields from the raw data structure.
+    fn parse(raw: &[u8]) -> Result<Self> {
+        if raw.len() < 4096 {
+            return Err(EINVAL);
+        }
+        let mut nsze = [0u8; 8];
+        nsze.copy_from_slice(&raw[0..8]);
+        // FLBAS bits 3:0 (and 6:5 for more than 16 formats) select the LBA format.
+        let flbas = raw[26];
+        let format = usize::from((flbas & 0xf) | ((flbas >> 1) & 0x30));
+        let lbaf = 128 + 4 * format.min(63);
+        // NSFEAT bits 5:4 (OPTPERF): bit 4 says NPDG is valid, either bit that NPDA is. Bit 5
+        // points at NPDGL/NPDAL of the NVM command set's structure, which this driver does not
+        // read; the C driver prefers those where they are set.
+        let optperf = (raw[24] >> 4) & 0x3;
+        let from_zero_based = |at: usize| u32::from(u16::from_le_bytes([raw[at], raw[at + 1]])) + 1;
+        let npdg = if optperf & 0x1 != 0 {
+            from_zero_based(68)
+        } else {
+            1
+        };
+        let npda = if optperf != 0 { from_zero_based(70) } else { 1 };
+        let le16 = |at: usize| u16::from_le_bytes([raw[at], raw[at + 1]]);
+        // NSFEAT bit 1: NAWUN, NAWUPF and NACWU are the namespace's own.
+        let (nawupf, nabspf, nabo) = (le16(36), le16(44), le16(42));
+        let own = raw[24] & 0x2 != 0 && nawupf != 0;
+        let atomic_write = (nabo == 0).then(|| AtomicWrite {
+            blocks: if own { u32::from(nawupf) + 1 } else { 1 },
+            boundary_blocks: if own && nabspf != 0 {
+                u32::from(nabspf) + 1
+            } else {
+                0
+            },
+        });
+        Ok(Self {
+            nsze: u64::from_le_bytes(nsze),
+            lba_shift: u32::from(raw[lbaf + 2]),
+            metadata_size: u16::from_le_bytes([raw[lbaf], raw[lbaf + 1]]),
+            preferred_deallocate_blocks: npdg.max(npda),
+            atomic_write,
+        })
+    }
+}
+
+/// What the disks of all namespaces take from their controller: its Identify data, and the
+/// largest transfer.
+pub(crate) struct ControllerLimits<'i> {
+    id: &'i IdentifyController,
+    nvm_id: &'i IdentifyNvmController,
+    min_page_size: usize,
+    /// The largest transfer in bytes.
+    pub(crate) max_transfer: usize,
+}
+
+impl<'i> ControllerLimits<'i> {
+    /// The limits of `ctrl`, identified as `id` and `nvm_id`.
+    pub(crate) fn new(
+        ctrl: &Controller<'_>,
+        id: &'i IdentifyController,
+        nvm_id: &'i IdentifyNvmController,
+    ) -> Self {
+        // The largest transfer: what the PRP list holds, no more than MDTS allows, and no more
+        // than one mapping may hold cheaply (an IOMMU's cached range, a bounce buffer's limit),
+        // since contiguous data is mapped at once; the C driver bounds it by
+        // `dma_opt_mapping_size` too.
+        let mut max_transfer = prp::MAX_TRANSFER.min(
+            dma_local::opt_mapping_size(ctrl.pdev.as_ref()) / regs::PAGE_SIZE * regs::PAGE_SIZE,
+        );
+        if id.mdts > 0 {
+            max_transfer = max_transfer.min(ctrl.cap.min_page_size() << id.mdts);
+        }
+        Self {
+            id,
+            nvm_id,
+            min_page_size: ctrl.cap.min_page_size(),
+            max_transfer,
+        }
+    }
+
+    /// Whether the controller takes SGLs for the NVM command set.
+    pub(crate) fn sgls(&self) -> bool {
+        self.id.sgls & command::SGLS_SUPPORTED_MASK != 0
+    }
+
+    /// The largest discard in sectors: the controller's range size limit, if any and if it fits,
+    /// otherwise as much as a request holds; none without Dataset Management.
+    fn discard_sectors(&self, lba_shift: u32) -> u32 {
+        let dmrsl = self.nvm_id.dmrsl;
+        if self.id.oncs & command::ONCS_DSM == 0 {
+            0
+        } else if dmrsl != 0 && dmrsl <= u32::MAX >> (lba_shift - 9) {
+            dmrsl << (lba_shift - 9)
+        } else {
+            u32::MAX
+        }
+    }
+
+    /// The largest Write Zeroes in sectors: WZSL if the controller sets it, otherwise as much as
+    /// a data transfer may move (the C driver's rule), and no more than the command's 16-bit
+    /// block count holds; none without Write Zeroes.
+    fn write_zeroes_sectors(&self, lba_shift: u32) -> u32 {
+        if self.id.oncs & command::ONCS_WRITE_ZEROES == 0 {
+            return 0;
+        }
+        let bytes = match self.nvm_id.wzsl {
+            0 => self.max_transfer as u64,
+            // The minimum page size is a power of two.
+            wzsl => match u32::from(wzsl) + self.min_page_size.trailing_zeros() {
+                shift @ 0..64 => 1 << shift,
+                _ => u64::MAX,
+            },
+        };
+        let most_blocks = 0x1_0000u64 << lba_shift;
+        (bytes.min(most_blocks) >> 9).min(u64::from(u32::MAX)) as u32
+    }
+}
+
+impl IdentifyNamespace {
+    /// Whether this driver serves the namespace: not empty, no metadata, blocks of 512 bytes to
+    /// 4 KiB.
+    fn supported(&self) -> bool {
+        self.nsze != 0 && self.metadata_size == 0 && (9..=12).contains(&self.lba_shift)
+    }
+
+    /// The namespace's disk, named `name`, on a controller with `limits`.
+    fn disk_config<'n>(&self, name: &'n CStr, limits: &ControllerLimits<'_>) -> DiskConfig<'n> {
+        let lba_shift = self.lba_shift;
+        DiskConfig {
+            name,
+            logical_block_size: 1 << lba_shift,
+            capacity_sectors: self.nsze << (lba_shift - 9),
+            max_hw_sectors: (limits.max_transfer >> 9) as u32,
+            max_segments: prp::MAX_SEGMENTS as u16,
+            // As in the C driver: segments may start or end inside a page only where an SGL can
+            // describe them.
+            virt_boundary_mask: if limits.sgls() {
+                0
+            } else {
+                regs::PAGE_SIZE as u64 - 1
+            },
+            write_cache: limits.id.vwc & command::VWC_PRESENT != 0,
+            max_discard_sectors: limits.discard_sectors(lba_shift),
+            discard_granularity: self
+                .preferred_deallocate_blocks
+                .checked_mul(1 << lba_shift)
+                .unwrap_or(1 << lba_shift),
+            max_discard_segments: match limits.nvm_id.dmrl {
+                0 => command::DSM_MAX_RANGES,
+                ranges => u16::from(ranges),
+            },
+            atomic_write: self
+                .atomic_write
+                .as_ref()
+                .map(|unit| (unit.blocks << lba_shift, unit.boundary_blocks << lba_shift)),
+            max_write_zeroes_sectors: limits.write_zeroes_sectors(lba_shift),
+        }
+    }
+}
+
+/// Identifies every active namespace of `ctrl` (through `buf`) and makes a disk for each one this
+/// driver serves, `/dev/rsnvme<instance>n<NSID>`, on `tag_set`, with `limits`: the namespaces go
+/// to `namespaces` and their disks to `disks`, which are not added yet ([`add_disks`]).
+pub(crate) fn alloc_disks(
+    ctrl: &Controller<'_>,
+    buf: &Coherent<'_, u8>,
+    limits: &ControllerLimits<'_>,
+    tag_set: &TagSet,
+    instance: u32,
+    namespaces: &mut KVec<KBox<Namespace>>,
+    disks: &mut KVec<Disk>,
+) -> Result {
+    let list =
+        ctrl.admin_command(|admin, bar| admin.identify(bar, Cns::ActiveNamespaces, 0, buf))?;
+    for nsid in list
+        .chunks_exact(4)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .take_while(|&nsid| nsid != 0 && nsid <= limits.id.nn)
+    {
+        let ns = IdentifyNamespace::identify(ctrl, buf, nsid)?;
+        if !ns.supported() {
+            dev_info!(
+                ctrl.pdev,
+                "namespace {} skipped: unsupported format\n",
+                nsid
+            );
+            continue;
+        }
+        let namespace = KBox::new(
+            Namespace {
+                nsid,
+                lba_shift: ns.lba_shift,
+            },
+            GFP_KERNEL,
+        )?;
+        let name = CString::try_from_fmt(fmt!("rsnvme{}n{}", instance, nsid))?;
+        let config = ns.disk_config(&name, limits);
+        // SAFETY: The namespace is boxed and outlives the disk (the driver's `Drop` deletes disks
+        // first).
+        let disk = unsafe {
+            Disk::new(
+                tag_set,
+                &config,
+                core::ptr::from_ref::<Namespace>(&namespace)
+                    .cast_mut()
+                    .cast(),
+            )?
+        };
+        namespaces.push(namespace, GFP_KERNEL)?;
+        disks.push(disk, GFP_KERNEL)?;
+    }
+    Ok(())
+}
+
+/// Adds the disks to the system. Every disk has joined the tag set before the first is added,
+/// because adding one starts I/O (the partition scan): a queue joining later would wait for that
+/// I/O (the set's queues are frozen when it becomes shared), and would miss the quiesce of a
+/// `kill` that I/O caused, then be unquiesced with the rest (a warning in blk-mq). Fails if the
+/// controller stops answering meanwhile.
+pub(crate) fn add_disks(ctrl: &Controller<'_>, disks: &mut KVec<Disk>) -> Result {
+    for disk in disks.iter_mut() {
+        disk.add(ctrl.pdev.as_ref())?;
+        if ctrl.is_dead() {
+            dev_err!(
+                ctrl.pdev,
+                "controller stopped responding while its disks were added\n"
+            );
+            return Err(EIO);
+        }
+    }
+    Ok(())
+}
