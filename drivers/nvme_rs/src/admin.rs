@@ -63,8 +63,13 @@ impl<'a> AdminQueue<'a> {
 
     /// What `AQA`, `ASQ` and `ACQ` are programmed with.
     pub(crate) fn registers(&self) -> (u32, DmaAddress, DmaAddress) {
-        let sizes = (u32::from(self.cq.depth() - 1) << 16) | u32::from(self.sq.depth() - 1);
-        (sizes, self.sq.dma_handle(), self.cq.dma_handle())
+        let sizes =
+            (u32::from(self.cq.ring().depth() - 1) << 16) | u32::from(self.sq.ring().depth() - 1);
+        (
+            sizes,
+            self.sq.ring().dma_handle(),
+            self.cq.ring().dma_handle(),
+        )
     }
 
     /// Submits `command` and waits for its completion. A command that fails returns `EIO`, one that
@@ -81,7 +86,7 @@ impl<'a> AdminQueue<'a> {
         // Every completion that arrives is consumed; only this command's ends the wait.
         let take_ours = || -> Result<Option<Completion>> {
             while let Some(done) = cq.pop() {
-                cq.ring(bar, None)?;
+                cq.ring_doorbell(bar, None)?;
                 if done.cid == command.cid() && !lost {
                     return Ok(Some(done));
                 }

@@ -187,10 +187,10 @@ impl<'a> IoQueue<'a> {
         let cq = CompletionQueue::new(dev, depth, cq_doorbell)?;
         // A timed-out creation kills the controller (`admin_command`) before `sq` and `cq` go.
         ctrl.admin_command(|admin, bar| {
-            admin.create_io_cq(bar, qid, depth, cq.dma_handle(), vector)
+            admin.create_io_cq(bar, qid, depth, cq.ring().dma_handle(), vector)
         })?;
-        if let Err(e) =
-            ctrl.admin_command(|admin, bar| admin.create_io_sq(bar, qid, depth, sq.dma_handle()))
+        if let Err(e) = ctrl
+            .admin_command(|admin, bar| admin.create_io_sq(bar, qid, depth, sq.ring().dma_handle()))
         {
             // There is no SQ, but the CQ lives on memory that goes with this error: delete it, or
             // stop the controller if that fails (C's `adapter_delete_cq` on this path).
@@ -243,7 +243,7 @@ impl<'a> IoQueue<'a> {
 
     /// The number of entries; blk-mq's queue depth is one less.
     pub(crate) fn depth(&self) -> u16 {
-        self.sq.lock().depth()
+        self.sq.lock().ring().depth()
     }
 
     /// Steers the queue's interrupt to the CPUs that submit to it, so that completions need no
@@ -417,7 +417,7 @@ impl<'a> IoQueue<'a> {
                 }
             }
             if count > 0 {
-                let _ = cq.ring(&self.ctrl.bar, self.ctrl.shadow_doorbells());
+                let _ = cq.ring_doorbell(&self.ctrl.bar, self.ctrl.shadow_doorbells());
             }
         }
         batch.complete();
@@ -696,7 +696,7 @@ unsafe extern "C" fn commit_rqs(hctx: *mut bindings::blk_mq_hw_ctx) {
     let _ = queue
         .sq
         .lock()
-        .ring(&queue.ctrl.bar, queue.ctrl.shadow_doorbells());
+        .ring_doorbell(&queue.ctrl.bar, queue.ctrl.shadow_doorbells());
 }
 
 /// Builds the command for `rq`, starts it and queues it; the doorbell rings at the end of a batch
@@ -740,7 +740,7 @@ fn submit<'a>(
     if sq.push(command).is_err() {
         // Not queued: the request is still the driver's to fail, with its data released. What
         // earlier calls of the batch queued still goes to the controller.
-        let _ = sq.ring(&queue.ctrl.bar, queue.ctrl.shadow_doorbells());
+        let _ = sq.ring_doorbell(&queue.ctrl.bar, queue.ctrl.shadow_doorbells());
         drop(sq);
         // SAFETY: Not on the queue, so the controller never saw it: the data is still the
         // submitter's. The pdu was initialised by `init_request`.
@@ -750,7 +750,7 @@ fn submit<'a>(
     queue.count_queued(&command, data_pointer);
     if last
         && sq
-            .ring(&queue.ctrl.bar, queue.ctrl.shadow_doorbells())
+            .ring_doorbell(&queue.ctrl.bar, queue.ctrl.shadow_doorbells())
             .is_err()
     {
         // The command is on the queue, so the request must not be failed here: the controller

@@ -7,6 +7,7 @@ use kernel::{
     device::{Bound, Device},
     io::Io,
     prelude::*,
+    transmute::{AsBytes, FromBytes},
 };
 
 use crate::command::{Command, Completion};
@@ -15,27 +16,25 @@ use crate::dma_read;
 use crate::regs::{self, Bar0};
 use crate::shadow::ShadowDoorbells;
 
-/// A submission queue.
+/// A queue's entries in coherent memory and its doorbell: what a submission queue and a completion
+/// queue both have.
 ///
 /// # Invariants
 ///
-/// `tail` and `rung` are below `entries.count()`, which fits in a `u16`.
-pub(crate) struct SubmissionQueue<'a> {
-    entries: Coherent<'a, Command>,
-    tail: u16,
-    /// The tail the controller was last told about.
+/// `entries.count()` fits in a `u16`; `rung` is below it.
+pub(crate) struct Ring<'a, T: AsBytes + FromBytes> {
+    entries: Coherent<'a, T>,
+    /// The position (tail or head) the controller was last told about.
     rung: u16,
     doorbell: usize,
 }
 
-impl<'a> SubmissionQueue<'a> {
-    /// A zeroed queue of `depth` entries whose tail doorbell is at `doorbell`.
-    pub(crate) fn new(dev: &'a Device<Bound>, depth: u16, doorbell: usize) -> Result<Self> {
-        let entries = Coherent::alloc(dev, usize::from(depth), Gfp::KERNEL)?;
-        // INVARIANT: both start at 0 < depth (the allocation rejects 0).
+impl<'a, T: AsBytes + FromBytes> Ring<'a, T> {
+    /// `depth` zeroed entries, with the doorbell at `doorbell`.
+    fn new(dev: &'a Device<Bound>, depth: u16, doorbell: usize) -> Result<Self> {
+        // INVARIANT: `depth` entries; `rung` 0 < depth (the allocation rejects 0).
         Ok(Self {
-            entries,
-            tail: 0,
+            entries: Coherent::alloc(dev, usize::from(depth), Gfp::KERNEL)?,
             rung: 0,
             doorbell,
         })
@@ -51,39 +50,83 @@ impl<'a> SubmissionQueue<'a> {
         self.entries.count() as u16
     }
 
-    /// Copies `command` into the tail slot, without telling the controller yet ([`Self::ring`]).
+    /// Tells the controller `position` (a tail or a head, below the depth); with shadow doorbells
+    /// only by MMIO when the controller asks for it.
+    #[inline]
+    fn ring(
+        &mut self,
+        bar: &Bar0<'_>,
+        shadow: Option<&ShadowDoorbells<'_>>,
+        position: u16,
+    ) -> Result {
+        // INVARIANT: the caller's position is below the depth.
+        let old = core::mem::replace(&mut self.rung, position);
+        if let Some(shadow) = shadow {
+            if !shadow.update(self.doorbell, old, position)? {
+                return Ok(());
+            }
+        }
+        // An SQ's entries are ordered before the doorbell's store by `writel`'s barrier.
+        bar.try_write32(u32::from(position), self.doorbell)
+    }
+}
+
+/// A submission queue.
+///
+/// # Invariants
+///
+/// `tail` is below the ring's depth.
+pub(crate) struct SubmissionQueue<'a> {
+    ring: Ring<'a, Command>,
+    tail: u16,
+}
+
+impl<'a> SubmissionQueue<'a> {
+    /// A zeroed queue of `depth` entries whose tail doorbell is at `doorbell`.
+    pub(crate) fn new(dev: &'a Device<Bound>, depth: u16, doorbell: usize) -> Result<Self> {
+        // INVARIANT: 0 is below any depth the allocation accepts.
+        Ok(Self {
+            ring: Ring::new(dev, depth, doorbell)?,
+            tail: 0,
+        })
+    }
+
+    /// Its entries and doorbell.
+    pub(crate) fn ring(&self) -> &Ring<'a, Command> {
+        &self.ring
+    }
+
+    /// Copies `command` into the tail slot, without telling the controller yet
+    /// ([`Self::ring_doorbell`]).
     /// The caller makes sure the queue has room (blk-mq's tags do, for I/O queues: there are fewer
     /// tags than entries).
     #[inline]
     pub(crate) fn push(&mut self, command: Command) -> Result {
-        self.entries.write(usize::from(self.tail), command)?;
+        self.ring.entries.write(usize::from(self.tail), command)?;
         let next = self.tail + 1;
         // INVARIANT: wraps at the depth.
-        self.tail = if next == self.depth() { 0 } else { next };
+        self.tail = if next == self.ring.depth() { 0 } else { next };
         Ok(())
     }
 
     /// Rings the tail doorbell if commands were pushed since the last time: once for a whole batch,
     /// and with shadow doorbells only by MMIO when the controller asks for it.
     #[inline]
-    pub(crate) fn ring(&mut self, bar: &Bar0<'_>, shadow: Option<&ShadowDoorbells<'_>>) -> Result {
-        if self.rung == self.tail {
+    pub(crate) fn ring_doorbell(
+        &mut self,
+        bar: &Bar0<'_>,
+        shadow: Option<&ShadowDoorbells<'_>>,
+    ) -> Result {
+        if self.ring.rung == self.tail {
             return Ok(());
         }
-        let old = core::mem::replace(&mut self.rung, self.tail);
-        if let Some(shadow) = shadow {
-            if !shadow.update(self.doorbell, old, self.tail)? {
-                return Ok(());
-            }
-        }
-        // The entries' stores are ordered before the doorbell's by `writel`'s barrier.
-        bar.try_write32(u32::from(self.tail), self.doorbell)
+        self.ring.ring(bar, shadow, self.tail)
     }
 
     /// Pushes `command` and rings the doorbell by MMIO (the admin queue has no shadow doorbell).
     pub(crate) fn submit(&mut self, bar: &Bar0<'_>, command: Command) -> Result {
         self.push(command)?;
-        self.ring(bar, None)
+        self.ring_doorbell(bar, None)
     }
 }
 
@@ -91,39 +134,27 @@ impl<'a> SubmissionQueue<'a> {
 ///
 /// # Invariants
 ///
-/// `head` and `rung` are below `entries.count()`; `phase` is the phase tag that new entries carry
-/// at `head`.
+/// `head` is below the ring's depth; `phase` is the phase tag that new entries carry at `head`.
 pub(crate) struct CompletionQueue<'a> {
-    entries: Coherent<'a, Completion>,
+    ring: Ring<'a, Completion>,
     head: u16,
-    /// The head the controller was last told about.
-    rung: u16,
     phase: bool,
-    doorbell: usize,
 }
 
 impl<'a> CompletionQueue<'a> {
     /// A zeroed queue of `depth` entries whose head doorbell is at `doorbell`.
     pub(crate) fn new(dev: &'a Device<Bound>, depth: u16, doorbell: usize) -> Result<Self> {
-        let entries = Coherent::alloc(dev, usize::from(depth), Gfp::KERNEL)?;
         // INVARIANT: the controller posts phase 1 on its first pass over zeroed entries.
         Ok(Self {
-            entries,
+            ring: Ring::new(dev, depth, doorbell)?,
             head: 0,
-            rung: 0,
             phase: true,
-            doorbell,
         })
     }
 
-    /// The bus address of the first entry.
-    pub(crate) fn dma_handle(&self) -> DmaAddress {
-        self.entries.dma_handle()
-    }
-
-    /// The number of entries.
-    pub(crate) fn depth(&self) -> u16 {
-        self.entries.count() as u16
+    /// Its entries and doorbell.
+    pub(crate) fn ring(&self) -> &Ring<'a, Completion> {
+        &self.ring
     }
 
     /// Takes the entry at the head if the controller has posted it.
@@ -132,15 +163,15 @@ impl<'a> CompletionQueue<'a> {
         let head = usize::from(self.head);
         // The phase tag alone first: the rest of the entry is only valid once it matches, and a
         // whole-entry read could take the other half before the controller wrote it.
-        let status = dma_read!(self.entries, head, status).ok()?;
+        let status = dma_read!(self.ring.entries, head, status).ok()?;
         if (status & 1 != 0) != self.phase {
             return None;
         }
         // The entry's reads after the phase's.
         dma_local::dma_rmb();
-        let entry = self.entries.read(head).ok()?;
+        let entry = self.ring.entries.read(head).ok()?;
         let next = self.head + 1;
-        if next == self.depth() {
+        if next == self.ring.depth() {
             self.head = 0;
             self.phase = !self.phase;
         } else {
@@ -152,14 +183,12 @@ impl<'a> CompletionQueue<'a> {
     /// Tells the controller how far the driver has consumed; with shadow doorbells only by MMIO
     /// when the controller asks for it.
     #[inline]
-    pub(crate) fn ring(&mut self, bar: &Bar0<'_>, shadow: Option<&ShadowDoorbells<'_>>) -> Result {
-        let old = core::mem::replace(&mut self.rung, self.head);
-        if let Some(shadow) = shadow {
-            if !shadow.update(self.doorbell, old, self.head)? {
-                return Ok(());
-            }
-        }
-        bar.try_write32(u32::from(self.head), self.doorbell)
+    pub(crate) fn ring_doorbell(
+        &mut self,
+        bar: &Bar0<'_>,
+        shadow: Option<&ShadowDoorbells<'_>>,
+    ) -> Result {
+        self.ring.ring(bar, shadow, self.head)
     }
 }
 
