@@ -143,8 +143,7 @@ impl<'bound> E1000<'bound> {
                 let mac = hw::read_mac_address(bar)?;
                 netdev.set_hw_addr(&mac);
                 // SAFETY: `this` is pinned and outlives the registration and the IRQ (`PinnedDrop`
-                // unregisters and frees both before anything else goes); the callbacks are
-                // `E1000`'s (`net_device_ops!` below).
+                // unregisters and frees both before anything else goes).
                 unsafe { netdev.set_adapter(this.as_ptr()) };
                 netdev
             },

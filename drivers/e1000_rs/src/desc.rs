@@ -54,7 +54,7 @@ pub(crate) struct RxDesc {
 
 /// A transmit ring entry, in whichever of the three formats below it was written. The device
 /// writes back the status byte, the thirteenth in every format, once it is done with the entry.
-#[repr(C)]
+#[repr(C, align(8))]
 #[derive(Clone, Copy, Default)]
 pub(crate) struct TxDesc {
     format_specific: [Le32; 3],

@@ -122,7 +122,7 @@ pub(crate) fn start(bar: &Bar0<'_>, rx_tail: usize) {
     // Stale causes go before the receiver starts: a frame's RXT0 from then on stays latched (all
     // masked) until interrupts are unmasked.
     let _ = bar.read32(regs::ICR);
-    // The stack sets the filter's mode once the interface is up (`set_receive_filter`).
+    // The stack sets the filter's mode once the interface is up (`ndo_set_rx_mode_async`).
     bar.write32(rctl(RxMode::default(), false), regs::RCTL);
     bar.write32(
         regs::TCTL_EN | regs::TCTL_PSP | regs::TCTL_CT_DEFAULT | regs::TCTL_COLD_FULL_DUPLEX,

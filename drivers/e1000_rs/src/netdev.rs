@@ -244,13 +244,13 @@ impl NetDev {
         self.raw.as_ptr()
     }
 
-    /// Points the `net_device`'s callbacks at `adapter`.
+    /// Points the `net_device`'s callbacks at `adapter`, of the one type whose callbacks
+    /// [`net_device_ops!`] exported.
     ///
     /// # Safety
     ///
-    /// `adapter` stays valid, and pinned, until the `net_device` is unregistered and its IRQ freed,
-    /// and the callbacks [`net_device_ops!`] exported are those of `A`.
-    pub(crate) unsafe fn set_adapter<A: Interface>(&self, adapter: *const A) {
+    /// `adapter` stays valid, and pinned, until the `net_device` is unregistered and its IRQ freed.
+    pub(crate) unsafe fn set_adapter<A: Exported>(&self, adapter: *const A) {
         // SAFETY: `raw` is valid (type invariant).
         unsafe { e1000_rs_set_adapter(self.raw(), adapter.cast_mut().cast()) };
     }
@@ -469,6 +469,15 @@ pub(crate) trait Interface: Sync {
     fn poll(&self, napi: Napi, budget: i32) -> i32;
 }
 
+/// The [`Interface`] whose callbacks [`net_device_ops!`] exported: the type of every adapter that
+/// [`NetDev::set_adapter`] takes, which the callbacks read back.
+///
+/// # Safety
+///
+/// Implemented by [`net_device_ops!`] alone, for the type it exports the callbacks of; their
+/// `#[no_mangle]` symbols allow one such type in the driver.
+pub(crate) unsafe trait Exported: Interface {}
+
 /// The adapter behind a `net_device` of this driver.
 ///
 /// # Safety
@@ -616,10 +625,13 @@ pub(crate) unsafe fn poll<A: Interface>(napi: *mut NapiStruct, budget: c_int) ->
 }
 
 /// Exports the callbacks that `netdev_shim.c`'s `net_device_ops` table and NAPI registration name,
-/// each passing its call on to the [`Interface`] `$adapter`, the type of every adapter the driver
-/// gives [`NetDev::set_adapter`].
+/// each passing its call on to the [`Interface`] `$adapter`, and marks it [`Exported`]: the type
+/// that [`NetDev::set_adapter`] takes.
 macro_rules! net_device_ops {
     ($adapter:ty) => {
+        // SAFETY: The callbacks below are `$adapter`'s.
+        unsafe impl $crate::netdev::Exported for $adapter {}
+
         /// `ndo_open` of `netdev_shim.c`'s table.
         ///
         /// # Safety

@@ -209,7 +209,7 @@ void e1000_rs_skb_checksum_complete(struct sk_buff *skb, __wsum checksum)
 
 void e1000_rs_skb_reserve(struct sk_buff *skb, unsigned int length)
 {
-	/* netdev.rs's RX_HEADROOM, which it reserves; NET_SKB_PAD is not constant at file scope. */
+	/* skb.rs's RX_HEADROOM, which it reserves; NET_SKB_PAD is not constant at file scope. */
 	BUILD_BUG_ON(NET_SKB_PAD + NET_IP_ALIGN != 64);
 	skb_reserve(skb, length);
 }

@@ -30,24 +30,28 @@ const IPV4_TOTAL_LENGTH: usize = 2;
 const IPV4_CHECKSUM: usize = 10;
 const IPV4_SOURCE: usize = 12;
 const IPV4_DESTINATION: usize = 16;
-const IPV4_HEADER_MIN: u32 = 20;
+const IPV4_HEADER_MIN: usize = 20;
 /// TCP header: byte offset of the checksum.
 const TCP_CHECKSUM: usize = 16;
 const IPPROTO_TCP: u8 = 6;
 
-/// Where a segmentation offload frame's headers are, for the hardware's context descriptor.
+/// A segmentation offload frame's headers as the hardware's context descriptor names them (offsets
+/// from the start of the frame).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Tso {
-    /// Offset of the IPv4 header.
-    ip_start: u8,
-    /// Offset of the TCP header.
-    tcp_start: u8,
+    /// Where the IPv4 header starts, where its checksum goes, and its last byte.
+    ipcss: u8,
+    ipcso: u8,
+    ipcse: u16,
+    /// Where the TCP header starts and where its checksum goes.
+    tucss: u8,
+    tucso: u8,
     /// Length of all headers, repeated in every segment.
-    header_len: u8,
+    hdrlen: u8,
     /// Payload bytes per segment.
     mss: u16,
     /// Payload bytes in all.
-    payload_len: u32,
+    paylen: u32,
 }
 
 /// The checksum work a frame leaves to the hardware.
@@ -129,10 +133,10 @@ impl Offload {
     pub(crate) fn wire(&self, len: u32) -> Done {
         match self {
             Self::Tso(tso) => {
-                let segments = tso.payload_len.div_ceil(u32::from(tso.mss)).max(1);
+                let segments = tso.paylen.div_ceil(u32::from(tso.mss)).max(1);
                 Done {
                     packets: u64::from(segments),
-                    bytes: u64::from(len) + u64::from(segments - 1) * u64::from(tso.header_len),
+                    bytes: u64::from(len) + u64::from(segments - 1) * u64::from(tso.hdrlen),
                 }
             }
             _ => Done {
@@ -147,14 +151,7 @@ impl Offload {
 /// header, the TCP checksum from the TCP header to the end.
 fn tso_context(tso: &Tso) -> ContextDesc {
     ContextDesc::tso(
-        tso.ip_start,
-        tso.ip_start + IPV4_CHECKSUM as u8,
-        u16::from(tso.tcp_start) - 1,
-        tso.tcp_start,
-        tso.tcp_start + TCP_CHECKSUM as u8,
-        tso.header_len,
-        tso.mss,
-        tso.payload_len,
+        tso.ipcss, tso.ipcso, tso.ipcse, tso.tucss, tso.tucso, tso.hdrlen, tso.mss, tso.paylen,
     )
 }
 
@@ -166,28 +163,33 @@ fn prepare_tso(skb: &mut Skb) -> Result<Option<Tso>> {
     let Some(gso) = skb.tcp4_segmentation()? else {
         return Ok(None);
     };
-    let header_len = gso.transport + gso.tcp_len;
-    if gso.transport < gso.network + IPV4_HEADER_MIN || header_len as usize > gso.linear.len() {
+    let (network, transport) = (gso.network as usize, gso.transport as usize);
+    let header_len = gso.headers.len();
+    if transport < network + IPV4_HEADER_MIN || header_len < transport + TCP_CHECKSUM + 2 {
         return Err(EINVAL);
     }
+    // Offsets past what the context's fields hold: the frame is dropped.
     let tso = Tso {
-        ip_start: u8::try_from(gso.network)?,
-        tcp_start: u8::try_from(gso.transport)?,
-        header_len: u8::try_from(header_len)?,
+        ipcss: u8::try_from(network)?,
+        ipcso: u8::try_from(network + IPV4_CHECKSUM)?,
+        ipcse: u16::try_from(transport - 1)?,
+        tucss: u8::try_from(transport)?,
+        tucso: u8::try_from(transport + TCP_CHECKSUM)?,
+        hdrlen: u8::try_from(header_len)?,
         mss: gso.mss,
-        payload_len: len - header_len,
+        paylen: len - header_len as u32,
     };
-    let (ip, tcp) = gso.linear[..header_len as usize].split_at_mut(gso.transport as usize);
-    let ip = &mut ip[gso.network as usize..];
+    let (ip, tcp) = gso.headers.split_at_mut(transport);
+    let ip = &mut ip[network..];
     // The hardware fills in the total length and the IP checksum of each segment, and adds the
-    // payload to the TCP checksum, which starts as the pseudo-header's sum without a length.
+    // payload to the TCP checksum, which starts as the pseudo-header's sum without a length. In
+    // range: the IP header has at least `IPV4_HEADER_MIN` bytes, the TCP header reaches past its
+    // checksum (both checked above).
     ip[IPV4_TOTAL_LENGTH..IPV4_TOTAL_LENGTH + 2].fill(0);
     ip[IPV4_CHECKSUM..IPV4_CHECKSUM + 2].fill(0);
     let address = |at: usize| [ip[at], ip[at + 1], ip[at + 2], ip[at + 3]];
     let pseudo = pseudo_header_sum(address(IPV4_SOURCE), address(IPV4_DESTINATION), IPPROTO_TCP);
-    tcp.get_mut(TCP_CHECKSUM..TCP_CHECKSUM + 2)
-        .ok_or(EINVAL)?
-        .copy_from_slice(&pseudo.to_be_bytes());
+    tcp[TCP_CHECKSUM..TCP_CHECKSUM + 2].copy_from_slice(&pseudo.to_be_bytes());
     Ok(Some(tso))
 }
 

@@ -24,8 +24,8 @@ extern "C" {
     fn e1000_rs_tcp_hdrlen(skb: *mut bindings::sk_buff) -> c_uint;
 }
 
-/// A TCP/IPv4 segmentation offload skb's headers (offsets from its data) and its linear part,
-/// writable.
+/// A TCP/IPv4 segmentation offload skb's headers: where they are (offsets from its data), and the
+/// bytes up to the end of the TCP header, writable.
 pub(crate) struct Tcp4Segmentation<'a> {
     /// Payload bytes per segment.
     pub(crate) mss: u16,
@@ -33,10 +33,9 @@ pub(crate) struct Tcp4Segmentation<'a> {
     pub(crate) network: u32,
     /// Offset of the TCP header.
     pub(crate) transport: u32,
-    /// Length of the TCP header.
-    pub(crate) tcp_len: u32,
-    /// The linear part, which holds the headers.
-    pub(crate) linear: &'a mut [u8],
+    /// The bytes from the skb's data to the end of the TCP header: the headers every segment
+    /// repeats.
+    pub(crate) headers: &'a mut [u8],
 }
 
 /// An owned socket buffer, freed on drop.
@@ -165,8 +164,8 @@ impl Skb {
         unsafe { e1000_rs_skb_frag_address(self.0.as_ptr(), i).cast() }
     }
 
-    /// For a TCP/IPv4 segmentation offload skb: where its headers are, and its linear part made
-    /// its own (`skb_cow_head`), to rewrite them in. `Ok(None)` for an skb the stack did not leave
+    /// For a TCP/IPv4 segmentation offload skb: where its headers are, made writable
+    /// (`skb_cow_head`) for the driver to rewrite. `Ok(None)` for an skb the stack did not leave
     /// to segmentation offload, `EINVAL` for segmentation of another protocol.
     pub(crate) fn tcp4_segmentation(&mut self) -> Result<Option<Tcp4Segmentation<'_>>> {
         let raw = self.0.as_ptr();
@@ -191,16 +190,20 @@ impl Skb {
                 e1000_rs_tcp_hdrlen(raw),
             )
         };
-        // SAFETY: The linear part, `head_len` bytes at `data`, which `skb_cow_head` made this
-        // skb's own; borrowed from `self` mutably, so nothing else touches it meanwhile.
-        let linear =
-            unsafe { core::slice::from_raw_parts_mut(self.data(), self.head_len() as usize) };
+        let header_len = transport + tcp_len;
+        if header_len > self.head_len() {
+            return Err(EINVAL);
+        }
+        // SAFETY: `header_len` bytes at `data` lie in the linear part (checked above), and are
+        // this skb's own: `skb_cow_head` copied the head unless only this skb may write its
+        // headers (a payload-only clone's original, as TCP's, keeps off them). Borrowed from `self`
+        // mutably, so nothing else touches them meanwhile.
+        let headers = unsafe { core::slice::from_raw_parts_mut(self.data(), header_len as usize) };
         Ok(Some(Tcp4Segmentation {
             mss,
             network,
             transport,
-            tcp_len,
-            linear,
+            headers,
         }))
     }
 
