@@ -160,7 +160,8 @@ impl<'bound> Nvme<'bound> {
     /// Brings a controller up, step by step as C's `nvme_probe` does. A step that fails leaves
     /// what the earlier ones made to `Drop`.
     fn probe(pdev: &'bound pci::Device<Bound>) -> Result<Self> {
-        set_dma_limits(pdev)?;
+        // SAFETY: The first step: nothing is allocated or mapped yet.
+        unsafe { set_dma_limits(pdev) }?;
         let mut nvme = Nvme::enable(pdev)?;
         let ctrl = nvme.ctrl.clone();
         let depth = io::queue_depth(&ctrl)?;
@@ -180,15 +181,18 @@ impl<'bound> Nvme<'bound> {
         let tag_set = nvme.tag_set.insert(io::alloc_tag_set(&nvme.io_queues)?);
         ctrl.set_tag_set(tag_set.as_raw());
         io::steer_interrupts(tag_set, &nvme.io_queues)?;
-        namespace::alloc_disks(
-            &ctrl,
-            &buf,
-            &limits,
-            tag_set,
-            nvme.instance.0,
-            &mut nvme.namespaces,
-            &mut nvme.disks,
-        )?;
+        // SAFETY: `Drop` deletes the disks before the namespaces go.
+        unsafe {
+            namespace::alloc_disks(
+                &ctrl,
+                &buf,
+                &limits,
+                tag_set,
+                nvme.instance.0,
+                &mut nvme.namespaces,
+                &mut nvme.disks,
+            )
+        }?;
         namespace::add_disks(&ctrl, &mut nvme.disks)?;
         nvme.announce(&limits);
         Ok(nvme)
@@ -227,8 +231,13 @@ impl<'bound> Nvme<'bound> {
 
 /// Sets the DMA masks (64 bits) and the minimum alignment a bounce buffer keeps: PRPs carry the
 /// offset of the data within its first page.
-fn set_dma_limits(pdev: &pci::Device<Bound>) -> Result {
-    // SAFETY: Nothing of this device is allocated or mapped yet: the probe does that afterwards.
+///
+/// # Safety
+///
+/// Nothing of this device is allocated or mapped with `dma_local` yet (as
+/// `dma_local::set_mask_and_coherent` requires): the first step of probe.
+unsafe fn set_dma_limits(pdev: &pci::Device<Bound>) -> Result {
+    // SAFETY: By the function's safety requirement.
     unsafe { dma_local::set_mask_and_coherent(pdev.as_ref(), Mask::bits(64)?) }?;
     // SAFETY: As above.
     unsafe { dma_local::set_min_align_mask(pdev.as_ref(), (regs::PAGE_SIZE - 1) as u32) }

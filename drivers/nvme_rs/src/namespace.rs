@@ -230,7 +230,11 @@ impl IdentifyNamespace {
 /// Identifies every active namespace of `ctrl` (through `buf`) and makes a disk for each one this
 /// driver serves, `/dev/rsnvme<instance>n<NSID>`, on `tag_set`, with `limits`: the namespaces go
 /// to `namespaces` and their disks to `disks`, which are not added yet ([`add_disks`]).
-pub(crate) fn alloc_disks(
+///
+/// # Safety
+///
+/// `disks` is dropped before `namespaces`: a disk's queue data points into its namespace.
+pub(crate) unsafe fn alloc_disks(
     ctrl: &Controller<'_>,
     buf: &Coherent<'_, u8>,
     limits: &ControllerLimits<'_>,
@@ -264,19 +268,19 @@ pub(crate) fn alloc_disks(
         )?;
         let name = CString::try_from_fmt(fmt!("rsnvme{}n{}", instance, nsid))?;
         let config = ns.disk_config(&name, limits);
-        // SAFETY: The namespace is boxed and outlives the disk (the driver's `Drop` deletes disks
-        // first).
-        let disk = unsafe {
-            Disk::new(
-                tag_set,
-                &config,
-                core::ptr::from_ref::<Namespace>(&namespace)
-                    .cast_mut()
-                    .cast(),
-            )?
-        };
+        // The namespace goes into `namespaces` before its disk exists, and the disk into `disks`
+        // without a failure in between: `disks` goes first (safety requirement).
+        disks.reserve(1, GFP_KERNEL)?;
         namespaces.push(namespace, GFP_KERNEL)?;
-        disks.push(disk, GFP_KERNEL)?;
+        let queuedata = namespaces
+            .last()
+            .map(|namespace| core::ptr::from_ref::<Namespace>(namespace).cast_mut())
+            .ok_or(EINVAL)?;
+        // SAFETY: The namespace is boxed (its address does not move) in `namespaces`, which
+        // outlives `disks` (safety requirement), where the disk goes.
+        let disk = unsafe { Disk::new(tag_set, &config, queuedata.cast())? };
+        // Does not allocate: reserved above.
+        disks.push_within_capacity(disk).map_err(|_| ENOMEM)?;
     }
     Ok(())
 }

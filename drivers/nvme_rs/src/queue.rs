@@ -50,16 +50,16 @@ impl<'a, T: AsBytes + FromBytes> Ring<'a, T> {
         self.entries.count() as u16
     }
 
-    /// Tells the controller `position` (a tail or a head, below the depth); with shadow doorbells
-    /// only by MMIO when the controller asks for it.
+    /// Tells the controller `position`, a tail or a head, which must be below the depth; with
+    /// shadow doorbells only by MMIO when the controller asks for it.
     #[inline]
-    fn ring(
+    fn write_doorbell(
         &mut self,
         bar: &Bar0<'_>,
         shadow: Option<&ShadowDoorbells<'_>>,
         position: u16,
     ) -> Result {
-        // INVARIANT: the caller's position is below the depth.
+        // INVARIANT: `position` is below the depth (precondition).
         let old = core::mem::replace(&mut self.rung, position);
         if let Some(shadow) = shadow {
             if !shadow.update(self.doorbell, old, position)? {
@@ -120,7 +120,7 @@ impl<'a> SubmissionQueue<'a> {
         if self.ring.rung == self.tail {
             return Ok(());
         }
-        self.ring.ring(bar, shadow, self.tail)
+        self.ring.write_doorbell(bar, shadow, self.tail)
     }
 
     /// Pushes `command` and rings the doorbell by MMIO (the admin queue has no shadow doorbell).
@@ -188,7 +188,7 @@ impl<'a> CompletionQueue<'a> {
         bar: &Bar0<'_>,
         shadow: Option<&ShadowDoorbells<'_>>,
     ) -> Result {
-        self.ring.ring(bar, shadow, self.head)
+        self.ring.write_doorbell(bar, shadow, self.head)
     }
 }
 
