@@ -12,12 +12,7 @@
 //! `sync::Completion` per transfer. The crate's completions have no timed wait, so a high-resolution
 //! timer wakes the waiter when a transfer's time is up, and the transfer fails.
 
-#[allow(
-    dead_code,
-    unused_imports,
-    unused_macros,
-    reason = "vendored: each driver uses part of it"
-)]
+#[allow(dead_code, unused_imports, unused_macros, reason = "vendored")]
 mod compat;
 mod dma_local;
 mod regs;

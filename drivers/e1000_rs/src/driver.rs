@@ -9,12 +9,7 @@
 //! segmentation offloads, and `netdev.rs` and `skb.rs` wrap the networking stack's C API.
 
 mod adapter;
-#[allow(
-    dead_code,
-    unused_imports,
-    unused_macros,
-    reason = "vendored: each driver uses part of it"
-)]
+#[allow(dead_code, unused_imports, unused_macros, reason = "vendored")]
 mod compat;
 mod desc;
 mod dma_local;

@@ -11,12 +11,7 @@
 mod admin;
 mod blk;
 mod command;
-#[allow(
-    dead_code,
-    unused_imports,
-    unused_macros,
-    reason = "vendored: each driver uses part of it"
-)]
+#[allow(dead_code, unused_imports, unused_macros, reason = "vendored")]
 mod compat;
 mod controller;
 mod dma_local;
