@@ -5,11 +5,13 @@ use std::process::Command;
 
 use crate::{err, Env, Result};
 
-/// The files of the DMA wrapper that every driver carries byte-identical to the template's.
+/// The files that every driver carries byte-identical to the template's: the DMA wrapper and
+/// `compat.rs`.
 pub const VENDORED: &[&str] = &[
     "src/dma_local.rs",
     "src/dma_local_shim.c",
     "src/dma_local_shim.h",
+    "src/compat.rs",
 ];
 
 /// A fresh driver name for every call (`edu_<8 hex digits>`), so that nothing of an earlier
@@ -23,7 +25,7 @@ pub fn fresh_driver_name() -> String {
 }
 
 /// Generates a driver called `name` from `template/` into `target/generated/<name>` (replacing an
-/// older one), and checks that its DMA wrapper is byte-identical to the template's. Returns its
+/// older one), and checks that its vendored files are byte-identical to the template's. Returns its
 /// directory.
 pub fn generate_driver(name: &str) -> Result<PathBuf> {
     let env = Env::get()?;

@@ -19,8 +19,14 @@ use cli::Command;
 
 /// The wrapper itself, whose items drivers use.
 const WRAPPER: &str = "src/dma_local.rs";
-/// The files every driver carries byte-identical to `template/`.
-const VENDORED: &[&str] = &[WRAPPER, "src/dma_local_shim.c", "src/dma_local_shim.h"];
+/// The files every driver carries byte-identical to `template/`: the DMA wrapper, and `compat.rs`,
+/// the kernel crate's differences between the supported kernels.
+const VENDORED: &[&str] = &[
+    WRAPPER,
+    "src/dma_local_shim.c",
+    "src/dma_local_shim.h",
+    "src/compat.rs",
+];
 const MANIFEST: &str = "dma_local.manifest";
 const API_LIST: &str = "template/dma_local.api";
 

@@ -264,7 +264,7 @@ fn each_tree_checked_against_itself_and_7_2_recorded_beside_7_3_are_clean() {
         assert_eq!(code, 0, "{out}{err}");
         let (code, out, _) = s.run(&tree(var), &["--check"]);
         assert_eq!(code, 0, "{var} against itself:\n{out}");
-        assert!(out.starts_with("clean: 2 copies (6 files)"), "{out}");
+        assert!(out.starts_with("clean: 2 copies (8 files)"), "{out}");
     }
     s.run(&k73(), &["init", "--force"]);
     s.commit("7.3 recorded");

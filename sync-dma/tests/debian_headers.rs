@@ -159,7 +159,7 @@ fn headers_match_their_record(
         );
         assert!(
             out.starts_with(&format!(
-                "clean: 1 copies (3 files) in step with the template; C API unchanged since the \
+                "clean: 1 copies (4 files) in step with the template; C API unchanged since the \
                  manifest's {release} ({source_name})"
             )),
             "{out}"

@@ -12,6 +12,7 @@
 //! `sync::Completion` per transfer. The crate's completions have no timed wait, so a high-resolution
 //! timer wakes the waiter when a transfer's time is up, and the transfer fails.
 
+#[allow(dead_code, unused_imports, unused_macros, reason = "vendored")]
 mod compat;
 mod dma_local;
 mod regs;
@@ -196,8 +197,7 @@ impl pci::Driver for EduDriver {
 
     fn probe<'bound>(
         pdev: &'bound pci::Device<Core<'_>>,
-        #[cfg(not(kernel_before_7_3))] _info: Option<&'bound Self::IdInfo>,
-        #[cfg(kernel_before_7_3)] _info: &'bound Self::IdInfo,
+        _info: compat::ProbeInfo<'bound, Self::IdInfo>,
     ) -> impl PinInit<Self::Data<'bound>, Error> + 'bound {
         let bound: &'bound pci::Device<Bound> = pdev;
         pin_init::pin_init_scope(move || {

@@ -151,8 +151,8 @@ impl<'bound> E1000<'bound> {
             hw_errors <- new_spinlock!(HwErrors::default(), "e1000_rs:hw_errors"),
             counters: Counters::default(),
             running: AtomicBool::new(false),
-            _vectors: bound.alloc_irq_vectors(1, 1, pci::IrqTypes::all())?,
-            irq: compat::first_irq(_vectors)?,
+            _vectors: compat::alloc_irq_vectors(bound, 1, 1)?,
+            irq: compat::vector_irq(_vectors, 0)?,
             _: {
                 // SAFETY: `e1000_irq` matches `irq_handler_t`; the cookie is this pinned object,
                 // whose fields are all initialised and which frees the IRQ in `PinnedDrop`.

@@ -9,6 +9,7 @@
 //! segmentation offloads, and `netdev.rs` and `skb.rs` wrap the networking stack's C API.
 
 mod adapter;
+#[allow(dead_code, unused_imports, unused_macros, reason = "vendored")]
 mod compat;
 mod desc;
 mod dma_local;
@@ -76,8 +77,7 @@ impl pci::Driver for E1000Driver {
 
     fn probe<'bound>(
         pdev: &'bound pci::Device<Core<'_>>,
-        #[cfg(not(kernel_before_7_3))] _info: Option<&'bound Self::IdInfo>,
-        #[cfg(kernel_before_7_3)] _info: &'bound Self::IdInfo,
+        _info: compat::ProbeInfo<'bound, Self::IdInfo>,
     ) -> impl PinInit<Self::Data<'bound>, Error> + 'bound {
         // Shared once built: registering may call back into the adapter (`ndo_get_stats64`), as
         // may the shared IRQ's handler.

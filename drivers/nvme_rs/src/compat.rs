@@ -1,13 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The kernel crate's API where it differs between the kernels this driver builds for: each item
+//! The kernel crate's API where it differs between the kernels the drivers build for: each item
 //! as 7.3 has it and, with `kernel_before_7_3` (set by `scripts/kernel-cfg.mk` for 7.2), the same
 //! built from what 7.2 offers.
-
-use kernel::{device::Bound, module_param::ModuleParamAccess, pci, prelude::*};
+//!
+//! This file is vendored: `template/src/compat.rs` is its one source, and every driver carries a
+//! byte-identical copy that `scripts/sync-dma.sh` keeps in step (as it does `dma_local.rs`). It
+//! holds what all the drivers need, so a driver uses only part of it, and declares the module with
+//! `#[allow(dead_code, unused_imports, unused_macros)]`. Change it in the template, then run
+//! `scripts/sync-dma.sh update`.
 
 #[cfg(kernel_before_7_3)]
-use kernel::{bindings, error::to_result};
+use kernel::{bindings, device::Device, error::to_result, irq::IrqReturn};
+use kernel::{device::Bound, irq, module_param::ModuleParamAccess, pci, prelude::*};
 
 /// `kernel::pci_device_table!`.
 #[cfg(not(kernel_before_7_3))]
@@ -22,6 +27,28 @@ macro_rules! pci_device_table {
 }
 #[cfg(kernel_before_7_3)]
 pub(crate) use pci_device_table;
+
+/// The type of `pci::Driver::probe`'s `info` argument, the matching entry's `IdInfo` `T`.
+#[cfg(not(kernel_before_7_3))]
+pub(crate) type ProbeInfo<'a, T> = Option<&'a T>;
+
+/// The type of `pci::Driver::probe`'s `info` argument, the matching entry's `IdInfo` `T`: before
+/// 7.3, a reference that is always there.
+#[cfg(kernel_before_7_3)]
+pub(crate) type ProbeInfo<'a, T> = &'a T;
+
+/// The value of an on/off module parameter.
+#[cfg(not(kernel_before_7_3))]
+pub(crate) fn flag(param: &ModuleParamAccess<bool>) -> bool {
+    param.value()
+}
+
+/// The value of an on/off module parameter: before 7.3, `module!` has no `bool` parameters, and
+/// the driver declares a `u8`, 0 or 1 (see `declare_module!`).
+#[cfg(kernel_before_7_3)]
+pub(crate) fn flag(param: &ModuleParamAccess<u8>) -> bool {
+    *param.value() != 0
+}
 
 /// The value of a module parameter.
 #[cfg(not(kernel_before_7_3))]
@@ -53,7 +80,7 @@ pub(crate) fn alloc_irq_vectors(
 /// The IRQ number of interrupt vector `index`.
 #[cfg(not(kernel_before_7_3))]
 pub(crate) fn vector_irq(vectors: &IrqVectors<'_>, index: usize) -> Result<u32> {
-    Ok(kernel::irq::IrqRequest::from(vectors.index(index)?).irq())
+    Ok(irq::IrqRequest::from(vectors.index(index)?).irq())
 }
 
 /// The interrupt vectors of a device, freed when dropped, as 7.3's `pci::IrqVectorRegistration`.
@@ -136,6 +163,188 @@ pub(crate) mod irqreturn {
     pub(crate) use kernel::bindings::{
         irqreturn_IRQ_HANDLED as IRQ_HANDLED, irqreturn_IRQ_NONE as IRQ_NONE,
     };
+}
+
+/// An interrupt handler: `kernel::irq::Handler`.
+#[cfg(not(kernel_before_7_3))]
+pub(crate) use kernel::irq::Handler;
+
+/// An interrupt handler, as `kernel::irq::Handler` is from 7.3. Before 7.3 the kernel's trait
+/// wants a `'static` handler, which cannot borrow the device's resources (a BAR), and passes it the
+/// device; [`Irq`] adapts a handler of this trait to it.
+#[cfg(kernel_before_7_3)]
+pub(crate) trait Handler: Sync {
+    /// The hard IRQ handler, run in interrupt context.
+    fn handle(&self) -> IrqReturn;
+}
+
+/// The vectors that `pci::Device::alloc_irq_vectors` allocates for an [`Irq`], freed when dropped.
+#[cfg(not(kernel_before_7_3))]
+type KernelIrqVectors<'a> = pci::IrqVectorRegistration<'a>;
+
+/// The vectors that `pci::Device::alloc_irq_vectors` allocates for an [`Irq`]: before 7.3, the
+/// first and the last, which devres frees at unbind.
+#[cfg(kernel_before_7_3)]
+type KernelIrqVectors<'a> = core::ops::RangeInclusive<pci::IrqVector<'a>>;
+
+/// The request for the IRQ of the first of `vectors`.
+#[cfg(not(kernel_before_7_3))]
+fn first_irq_request<'a>(vectors: &'a KernelIrqVectors<'a>) -> Result<irq::IrqRequest<'a>> {
+    Ok(vectors.index(0)?.into())
+}
+
+/// The request for the IRQ of the first of `vectors`.
+#[cfg(kernel_before_7_3)]
+fn first_irq_request<'a>(vectors: &'a KernelIrqVectors<'a>) -> Result<irq::IrqRequest<'a>> {
+    (*vectors.start()).try_into()
+}
+
+/// The registration of an IRQ's handler: `kernel::irq::Registration`.
+#[cfg(not(kernel_before_7_3))]
+use kernel::irq::Registration;
+
+/// The registration of an IRQ's handler of type `H`, as `kernel::irq::Registration<'a, H>` is
+/// from 7.3. Before 7.3 the kernel's registration takes a `'static` handler: a [`Forward`] to
+/// `handler`.
+///
+/// # Invariants
+///
+/// `registration`'s handler forwards to `handler`; `registration` is declared first, so that it
+/// is dropped (and the IRQ freed) before `handler`.
+#[cfg(kernel_before_7_3)]
+#[pin_data]
+struct Registration<'a, H: Handler> {
+    #[pin]
+    registration: irq::Registration<Forward>,
+    #[pin]
+    handler: H,
+    _request: core::marker::PhantomData<irq::IrqRequest<'a>>,
+}
+
+#[cfg(kernel_before_7_3)]
+impl<'a, H: Handler + 'a> Registration<'a, H> {
+    /// Requests the IRQ of `request`, under `name`, for `handler`.
+    ///
+    /// # Safety
+    ///
+    /// The registration must be dropped, not leaked, before `'a` ends (before the device is
+    /// unbound), as from 7.3.
+    unsafe fn new(
+        request: irq::IrqRequest<'a>,
+        flags: irq::Flags,
+        name: &'static CStr,
+        handler: impl PinInit<H, Error> + 'a,
+    ) -> impl PinInit<Self, Error> + 'a {
+        // INVARIANT: `registration`, declared first, forwards to `handler`.
+        try_pin_init!(Self {
+            handler <- handler,
+            registration <- {
+                let handler: &(dyn Handler + 'a) = &*handler;
+                // SAFETY: Only the lifetime changes. `handler` stays where it is, in this pinned
+                // `Registration`, until it is dropped, which is after `registration`, whose drop
+                // frees the IRQ and waits for a running handler: no use of the reference outlives
+                // it.
+                let handler = unsafe {
+                    core::mem::transmute::<&(dyn Handler + 'a), &'static dyn Handler>(handler)
+                };
+                irq::Registration::new(request, flags, name, Ok::<_, Error>(Forward(handler)))
+            },
+            _request: core::marker::PhantomData,
+        })
+    }
+
+    /// The handler, shared with the interrupt.
+    fn handler(&self) -> &H {
+        &self.handler
+    }
+}
+
+/// The `'static` handler that 7.2's registration takes: it forwards to the handler of a
+/// [`Registration`].
+#[cfg(kernel_before_7_3)]
+struct Forward(&'static dyn Handler);
+
+#[cfg(kernel_before_7_3)]
+impl irq::Handler for Forward {
+    fn handle(&self, _device: &Device<Bound>) -> IrqReturn {
+        self.0.handle()
+    }
+}
+
+/// A PCI device's interrupt: one vector, of whichever type the device and kernel offer (MSI-X,
+/// MSI, INTx), requested as a shared IRQ with a handler of type `H`. Dropping it frees the IRQ,
+/// waiting for a running handler, before the handler and the vector go (before 7.3, devres frees
+/// the vector at unbind).
+///
+/// # Invariants
+///
+/// `registration` holds the IRQ of the first of `vectors`, which it borrows; it is declared
+/// first, so that it is dropped first.
+#[pin_data]
+pub(crate) struct Irq<'a, H: Handler + 'a> {
+    #[pin]
+    registration: Registration<'a, H>,
+    vectors: KernelIrqVectors<'a>,
+}
+
+impl<'a, H: Handler + 'a> Irq<'a, H> {
+    /// Allocates one interrupt vector of `pdev` and requests its IRQ, under `name`, for `handler`.
+    ///
+    /// # Safety
+    ///
+    /// The `Irq` must be dropped, not leaked, before `'a` ends (before the device is unbound).
+    pub(crate) unsafe fn request(
+        pdev: &'a pci::Device<Bound>,
+        name: &'static CStr,
+        handler: impl PinInit<H, Error> + 'a,
+    ) -> impl PinInit<Self, Error> + 'a {
+        // INVARIANT: `registration`, declared first, requests the first of `vectors`.
+        try_pin_init!(Self {
+            vectors: pdev.alloc_irq_vectors(1, 1, pci::IrqTypes::all())?,
+            registration <- {
+                // SAFETY: The request made from this reference keeps only its lifetime, which
+                // says that the vectors outlive the registration: they do, dropped after it (type
+                // invariant) from where they are, in this pinned `Irq`.
+                let vectors: &'a KernelIrqVectors<'a> = unsafe { &*core::ptr::from_ref(vectors) };
+                let request = first_irq_request(vectors)?;
+                // SAFETY: By this function's safety requirement, the registration is dropped
+                // before `'a` ends.
+                unsafe { Registration::new(request, irq::Flags::SHARED, name, handler) }
+            },
+        })
+    }
+
+    /// The handler, shared with the interrupt.
+    pub(crate) fn handler(&self) -> &H {
+        self.registration.handler()
+    }
+}
+
+/// A memory barrier between CPUs, `smp_mb(Full)`.
+#[cfg(not(kernel_before_7_3))]
+pub(crate) use kernel::sync::barrier::{smp_mb, Full};
+
+/// The full ordering that `smp_mb` takes from 7.3.
+#[cfg(kernel_before_7_3)]
+pub(crate) use kernel::sync::atomic::Full;
+
+/// A full memory barrier between CPUs: before 7.3, `smp_mb` took no ordering.
+#[cfg(kernel_before_7_3)]
+#[inline]
+pub(crate) fn smp_mb(_: Full) {
+    kernel::sync::barrier::smp_mb()
+}
+
+/// `EADDRNOTAVAIL`.
+#[cfg(not(kernel_before_7_3))]
+pub(crate) fn eaddrnotavail() -> Error {
+    EADDRNOTAVAIL
+}
+
+/// `EADDRNOTAVAIL`, which `kernel::error::code` has from 7.3 on.
+#[cfg(kernel_before_7_3)]
+pub(crate) fn eaddrnotavail() -> Error {
+    Error::from_errno(-(kernel::bindings::EADDRNOTAVAIL as i32))
 }
 
 /// The field of a `bvec_iter` that says how far into its current vector it is.

@@ -11,6 +11,7 @@
 mod admin;
 mod blk;
 mod command;
+#[allow(dead_code, unused_imports, unused_macros, reason = "vendored")]
 mod compat;
 mod controller;
 mod dma_local;
@@ -148,8 +149,7 @@ impl pci::Driver for NvmeDriver {
 
     fn probe<'bound>(
         pdev: &'bound pci::Device<Core<'_>>,
-        #[cfg(not(kernel_before_7_3))] _info: Option<&'bound Self::IdInfo>,
-        #[cfg(kernel_before_7_3)] _info: &'bound Self::IdInfo,
+        _info: compat::ProbeInfo<'bound, Self::IdInfo>,
     ) -> impl PinInit<Self::Data<'bound>, Error> + 'bound {
         let bound: &'bound pci::Device<Bound> = pdev;
         dma_local::enable_bus_master(pdev).and_then(|()| Nvme::probe(bound))

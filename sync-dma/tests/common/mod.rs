@@ -5,11 +5,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The files of the DMA wrapper every driver carries.
+/// The files every driver carries: the DMA wrapper and `compat.rs`.
 pub const VENDORED: &[&str] = &[
     "src/dma_local.rs",
     "src/dma_local_shim.c",
     "src/dma_local_shim.h",
+    "src/compat.rs",
 ];
 
 pub fn repo_root() -> PathBuf {
@@ -43,8 +44,8 @@ pub fn env_of(rdd_kernel: Option<&str>) -> BTreeMap<String, String> {
 }
 
 /// A fresh scratch repository `sync-dma-<name>-<pid>` in the temporary directory: the real
-/// template's wrapper and API list, a copy of the wrapper in each of `drivers`, `git init`ed and
-/// nothing committed.
+/// template's vendored files and API list, a copy of the vendored files in each of `drivers`,
+/// `git init`ed and nothing committed.
 pub fn scratch_repo(name: &str, drivers: &[&str]) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("sync-dma-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
