@@ -177,6 +177,13 @@ impl ContextDesc {
     }
 }
 
+impl ContextDesc {
+    /// PAYLEN: the payload bytes of a segmentation.
+    pub(crate) fn paylen(&self) -> u32 {
+        self.paylen_dtyp_tucmd.get() & LENGTH_MASK
+    }
+}
+
 impl DataDesc {
     /// `length` bytes at `buffer_addr`, with the command bits `dcmd` (DEXT added) and the
     /// checksum options `popts`.

@@ -35,25 +35,6 @@ const IPV4_HEADER_MIN: usize = 20;
 const TCP_CHECKSUM: usize = 16;
 const IPPROTO_TCP: u8 = 6;
 
-/// A segmentation offload frame's headers as the hardware's context descriptor names them (offsets
-/// from the start of the frame).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Tso {
-    /// Where the IPv4 header starts, where its checksum goes, and its last byte.
-    ipcss: u8,
-    ipcso: u8,
-    ipcse: u16,
-    /// Where the TCP header starts and where its checksum goes.
-    tucss: u8,
-    tucso: u8,
-    /// Length of all headers, repeated in every segment.
-    hdrlen: u8,
-    /// Payload bytes per segment.
-    mss: u16,
-    /// Payload bytes in all.
-    paylen: u32,
-}
-
 /// The checksum work a frame leaves to the hardware.
 #[derive(Clone, Copy)]
 pub(crate) enum Offload {
@@ -63,16 +44,16 @@ pub(crate) enum Offload {
         start: u8,
         place: u8,
     },
-    /// TCP segmentation, with IP and TCP checksums.
-    Tso(Tso),
+    /// TCP segmentation, with IP and TCP checksums: the context that says where the headers are.
+    Tso(ContextDesc),
 }
 
 impl Offload {
     /// What the hardware has to do for `skb`; `Err` for a frame that must be dropped.
     #[inline]
     pub(crate) fn for_frame(skb: &mut Skb) -> Result<Self> {
-        if let Some(tso) = prepare_tso(skb)? {
-            return Ok(Self::Tso(tso));
+        if let Some(context) = prepare_tso(skb)? {
+            return Ok(Self::Tso(context));
         }
         // Offsets past 255 bytes do not fit in a context descriptor: checksum in software.
         Ok(match skb.checksum_offload() {
@@ -101,7 +82,7 @@ impl Offload {
                 Some(ContextDesc::checksum(start, place)),
                 Some((start, place)),
             ),
-            Self::Tso(tso) => (Some(tso_context(&tso)), None),
+            Self::Tso(context) => (Some(context), None),
         }
     }
 
@@ -132,11 +113,14 @@ impl Offload {
     /// cuts, with their headers (counted as the C driver counts them).
     pub(crate) fn wire(&self, len: u32) -> Done {
         match self {
-            Self::Tso(tso) => {
-                let segments = tso.paylen.div_ceil(u32::from(tso.mss)).max(1);
+            Self::Tso(context) => {
+                let segments = context
+                    .paylen()
+                    .div_ceil(u32::from(context.mss.get()))
+                    .max(1);
                 Done {
                     packets: u64::from(segments),
-                    bytes: u64::from(len) + u64::from(segments - 1) * u64::from(tso.hdrlen),
+                    bytes: u64::from(len) + u64::from(segments - 1) * u64::from(context.hdrlen),
                 }
             }
             _ => Done {
@@ -147,18 +131,11 @@ impl Offload {
     }
 }
 
-/// The TCP/IP context descriptor of a segmentation offload frame: the IP checksum over the IP
-/// header, the TCP checksum from the TCP header to the end.
-fn tso_context(tso: &Tso) -> ContextDesc {
-    ContextDesc::tso(
-        tso.ipcss, tso.ipcso, tso.ipcse, tso.tucss, tso.tucso, tso.hdrlen, tso.mss, tso.paylen,
-    )
-}
-
 /// For a TCP/IPv4 segmentation offload skb: readies its headers for the hardware, which rewrites
-/// the IP length and both checksums in every segment, and returns where they are. `Ok(None)` for
+/// the IP length and both checksums in every segment, and returns the context that says where
+/// they are. `Ok(None)` for
 /// an skb the stack did not leave to segmentation offload.
-fn prepare_tso(skb: &mut Skb) -> Result<Option<Tso>> {
+fn prepare_tso(skb: &mut Skb) -> Result<Option<ContextDesc>> {
     let len = skb.len();
     let Some(gso) = skb.tcp4_segmentation()? else {
         return Ok(None);
@@ -168,17 +145,18 @@ fn prepare_tso(skb: &mut Skb) -> Result<Option<Tso>> {
     if transport < network + IPV4_HEADER_MIN || header_len < transport + TCP_CHECKSUM + 2 {
         return Err(EINVAL);
     }
-    // Offsets past what the context's fields hold: the frame is dropped.
-    let tso = Tso {
-        ipcss: u8::try_from(network)?,
-        ipcso: u8::try_from(network + IPV4_CHECKSUM)?,
-        ipcse: u16::try_from(transport - 1)?,
-        tucss: u8::try_from(transport)?,
-        tucso: u8::try_from(transport + TCP_CHECKSUM)?,
-        hdrlen: u8::try_from(header_len)?,
-        mss: gso.mss,
-        paylen: len - header_len as u32,
-    };
+    // The IP checksum over the IP header, the TCP checksum from the TCP header to the end. Offsets
+    // past what the context's fields hold: the frame is dropped.
+    let context = ContextDesc::tso(
+        u8::try_from(network)?,
+        u8::try_from(network + IPV4_CHECKSUM)?,
+        u16::try_from(transport - 1)?,
+        u8::try_from(transport)?,
+        u8::try_from(transport + TCP_CHECKSUM)?,
+        u8::try_from(header_len)?,
+        gso.mss,
+        len - header_len as u32,
+    );
     let (ip, tcp) = gso.headers.split_at_mut(transport);
     let ip = &mut ip[network..];
     // The hardware fills in the total length and the IP checksum of each segment, and adds the
@@ -190,7 +168,7 @@ fn prepare_tso(skb: &mut Skb) -> Result<Option<Tso>> {
     let address = |at: usize| [ip[at], ip[at + 1], ip[at + 2], ip[at + 3]];
     let pseudo = pseudo_header_sum(address(IPV4_SOURCE), address(IPV4_DESTINATION), IPPROTO_TCP);
     tcp[TCP_CHECKSUM..TCP_CHECKSUM + 2].copy_from_slice(&pseudo.to_be_bytes());
-    Ok(Some(tso))
+    Ok(Some(context))
 }
 
 /// The ones' complement sum, folded to 16 bits, of an IPv4 pseudo-header with a zero length.
