@@ -125,13 +125,16 @@ impl compat::Handler for EduIrq<'_> {
 ///
 /// # Invariants
 ///
-/// `finished` counts the transfers whose interrupt came; `completions[..finished]` are signalled
-/// (and, once the watchdog has fired, all of them).
+/// `finished` counts the transfers whose interrupt came; `completions[..finished]` are signalled,
+/// and so is `completions[armed]` once the watchdog has fired for it.
 #[pin_data]
 struct Transfers {
     #[pin]
     completions: [Completion; TRANSFERS],
     finished: AtomicUsize,
+    /// The transfer the watchdog is armed for: a watchdog that fires late, after its transfer's
+    /// interrupt, signals only that transfer's completion, never the next one's.
+    armed: AtomicUsize,
     #[pin]
     watchdog: HrTimer<Self>,
 }
@@ -141,6 +144,7 @@ impl Transfers {
         pin_init!(Self {
             completions <- pin_init::pin_init_array_from_fn(|_| Completion::new()),
             finished: AtomicUsize::new(0),
+            armed: AtomicUsize::new(0),
             watchdog <- HrTimer::new(),
         })
     }
@@ -150,6 +154,8 @@ impl Transfers {
     fn start_and_wait(self: Pin<&Self>, timeout: Delta, start: impl FnOnce()) -> Result {
         let next = self.finished.load(Ordering::Acquire);
         let done = self.completions.get(next).ok_or(EINVAL)?;
+        // Before the timer starts; the previous one was cancelled when its scope ended.
+        self.armed.store(next, Ordering::Release);
         self.start_scoped(timeout, || {
             start();
             done.wait_for_completion();
@@ -174,9 +180,10 @@ impl Transfers {
 impl HrTimerCallback for Transfers {
     type Pointer<'a> = Pin<&'a Self>;
 
-    /// A transfer's time is up: wakes its waiter, which finds it unfinished.
+    /// A transfer's time is up: wakes its waiter, which finds it unfinished (or, if its interrupt
+    /// came meanwhile, finished: then its completion is signalled already).
     fn run(this: Pin<&Self>, _ctx: HrTimerCallbackContext<'_, Self>) -> HrTimerRestart {
-        for done in &this.completions {
+        if let Some(done) = this.completions.get(this.armed.load(Ordering::Acquire)) {
             done.complete_all();
         }
         HrTimerRestart::NoRestart
@@ -265,6 +272,19 @@ impl Edu<'_> {
             })
     }
 
+    /// After a failed transfer: if edu's engine still runs one (`DMA_CMD_START` set), it may yet
+    /// write `buffers`, so they are leaked rather than freed under it.
+    fn keep_if_engine_busy<T>(&self, buffers: T) {
+        let irq = self.irq.handler();
+        if irq.bar.read32(regs::DMA_COMMAND) & regs::DMA_CMD_START != 0 {
+            dev_err!(
+                self.pdev,
+                "DMA engine still busy: its buffers are not freed\n"
+            );
+            core::mem::forget(buffers);
+        }
+    }
+
     /// Both round trips; probe fails unless every byte comes back.
     fn round_trips(&self) -> Result {
         let len = regs::MAX_TRANSFER;
@@ -300,8 +320,13 @@ impl Edu<'_> {
         for i in 0..len {
             source.write(i, pattern(i, 0x5a))?;
         }
-        self.transfer(source.dma_handle(), len, false)?;
-        self.transfer(destination.dma_handle(), len, true)?;
+        let transfers = self
+            .transfer(source.dma_handle(), len, false)
+            .and_then(|()| self.transfer(destination.dma_handle(), len, true));
+        if let Err(e) = transfers {
+            self.keep_if_engine_busy((source, destination));
+            return Err(e);
+        }
         let mut back = KVec::from_elem(0u8, len, GFP_KERNEL)?;
         destination.read_into(0, &mut back)?;
         verify(self.pdev, "coherent", &back, 0x5a)
@@ -318,8 +343,13 @@ impl Edu<'_> {
         let incoming = KVec::from_elem(0u8, len, GFP_KERNEL)?;
         let mut from_device =
             Streaming::map(dev, incoming, dir::FromDevice, Attrs::NONE).map_err(|(e, _)| e)?;
-        self.transfer(to_device.dma_handle(), len, false)?;
-        self.transfer(from_device.dma_handle(), len, true)?;
+        let transfers = self
+            .transfer(to_device.dma_handle(), len, false)
+            .and_then(|()| self.transfer(from_device.dma_handle(), len, true));
+        if let Err(e) = transfers {
+            self.keep_if_engine_busy((to_device, from_device));
+            return Err(e);
+        }
         {
             // SAFETY: `transfer` returned once edu raised the transfer's completion interrupt, and
             // edu is given nothing else until the view is dropped.

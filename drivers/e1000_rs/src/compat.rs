@@ -302,9 +302,10 @@ impl<'a, H: Handler + 'a> Irq<'a, H> {
         try_pin_init!(Self {
             vectors: pdev.alloc_irq_vectors(1, 1, pci::IrqTypes::all())?,
             registration <- {
-                // SAFETY: The request made from this reference keeps only its lifetime, which
-                // says that the vectors outlive the registration: they do, dropped after it (type
-                // invariant) from where they are, in this pinned `Irq`.
+                // SAFETY: 7.3's rule for the vectors is that the IRQ handlers requested from them
+                // are dropped before they are (7.2's vectors are `Copy` and ask nothing). They are: `registration` is declared before
+                // `vectors`, so dropped first (`#[pin_data]` allows no `Drop` that could reorder
+                // it), and an `Irq` that is leaked leaks both.
                 let vectors: &'a KernelIrqVectors<'a> = unsafe { &*core::ptr::from_ref(vectors) };
                 let request = first_irq_request(vectors)?;
                 // SAFETY: By this function's safety requirement, the registration is dropped
