@@ -272,17 +272,30 @@ impl Edu<'_> {
             })
     }
 
-    /// After a failed transfer: if edu's engine still runs one (`DMA_CMD_START` set), it may yet
-    /// write `buffers`, so they are leaked rather than freed under it.
-    fn keep_if_engine_busy<T>(&self, buffers: T) {
-        let irq = self.irq.handler();
-        if irq.bar.read32(regs::DMA_COMMAND) & regs::DMA_CMD_START != 0 {
-            dev_err!(
-                self.pdev,
-                "DMA engine still busy: its buffers are not freed\n"
-            );
-            core::mem::forget(buffers);
+    /// DMA `len` bytes from RAM at `out` into the device buffer, then back into RAM at `back`, and
+    /// returns `buffers`, which hold both. After a failure they are leaked rather than freed if
+    /// edu's engine still runs a transfer (`DMA_CMD_START` set) that may yet write them.
+    fn there_and_back<B>(
+        &self,
+        out: dma_local::DmaAddress,
+        back: dma_local::DmaAddress,
+        len: usize,
+        buffers: B,
+    ) -> Result<B> {
+        let transfers = self
+            .transfer(out, len, false)
+            .and_then(|()| self.transfer(back, len, true));
+        if let Err(e) = transfers {
+            if self.irq.handler().bar.read32(regs::DMA_COMMAND) & regs::DMA_CMD_START != 0 {
+                dev_err!(
+                    self.pdev,
+                    "DMA engine still busy: its buffers are not freed\n"
+                );
+                core::mem::forget(buffers);
+            }
+            return Err(e);
         }
+        Ok(buffers)
     }
 
     /// Both round trips; probe fails unless every byte comes back.
@@ -320,13 +333,8 @@ impl Edu<'_> {
         for i in 0..len {
             source.write(i, pattern(i, 0x5a))?;
         }
-        let transfers = self
-            .transfer(source.dma_handle(), len, false)
-            .and_then(|()| self.transfer(destination.dma_handle(), len, true));
-        if let Err(e) = transfers {
-            self.keep_if_engine_busy((source, destination));
-            return Err(e);
-        }
+        let (out, back) = (source.dma_handle(), destination.dma_handle());
+        let (_source, destination) = self.there_and_back(out, back, len, (source, destination))?;
         let mut back = KVec::from_elem(0u8, len, GFP_KERNEL)?;
         destination.read_into(0, &mut back)?;
         verify(self.pdev, "coherent", &back, 0x5a)
@@ -341,15 +349,11 @@ impl Edu<'_> {
         let to_device =
             Streaming::map(dev, outgoing, dir::ToDevice, Attrs::NONE).map_err(|(e, _)| e)?;
         let incoming = KVec::from_elem(0u8, len, GFP_KERNEL)?;
-        let mut from_device =
+        let from_device =
             Streaming::map(dev, incoming, dir::FromDevice, Attrs::NONE).map_err(|(e, _)| e)?;
-        let transfers = self
-            .transfer(to_device.dma_handle(), len, false)
-            .and_then(|()| self.transfer(from_device.dma_handle(), len, true));
-        if let Err(e) = transfers {
-            self.keep_if_engine_busy((to_device, from_device));
-            return Err(e);
-        }
+        let (out, back) = (to_device.dma_handle(), from_device.dma_handle());
+        let (to_device, mut from_device) =
+            self.there_and_back(out, back, len, (to_device, from_device))?;
         {
             // SAFETY: `transfer` returned once edu raised the transfer's completion interrupt, and
             // edu is given nothing else until the view is dropped.

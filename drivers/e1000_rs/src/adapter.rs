@@ -276,7 +276,7 @@ impl Interface for E1000<'_> {
         // SAFETY: `ndo_open` runs under the RTNL lock.
         let mac = unsafe { self.netdev.hw_addr() };
         hw::program_mac_address(bar, &mac);
-        hw::set_receive_filter(bar, None, core::iter::empty(), core::iter::empty());
+        hw::clear_multicast_table(bar);
         // SAFETY: Neither `xmit` nor `poll` runs: the queue has not started and NAPI is disabled.
         unsafe { self.rings.set(Some((tx, rx))) };
         // Every descriptor but one is the device's: head 0, tail at the last.
@@ -297,7 +297,7 @@ impl Interface for E1000<'_> {
     fn set_rx_mode(&self, mode: RxMode, addresses: HwAddrs<'_>, groups: HwAddrs<'_>) {
         // While the interface is open (both under the RTNL lock): `open` clears the filter.
         if self.running.load(Ordering::Acquire) {
-            hw::set_receive_filter(&self.bar, Some(mode), addresses, groups);
+            hw::set_receive_filter(&self.bar, mode, addresses, groups);
         }
     }
 

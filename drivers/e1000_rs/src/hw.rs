@@ -181,15 +181,14 @@ pub(crate) fn program_mac_address(bar: &Bar0<'_>, mac: &MacAddress) {
 
 /// The receive filter: the mode, the secondary unicast `addresses` in the receive address entries
 /// after the station's own (unicast promiscuous if they do not fit), and the multicast `groups`
-/// hashed into the Multicast Table Array, as the C driver does. `None` for `mode` clears the
-/// filter of a receiver not started yet: no group, and RCTL left alone.
+/// hashed into the Multicast Table Array, as the C driver does.
 ///
 /// The stack sets it for every multicast group joined or left, which mostly leaves the mode as it
 /// was: RCTL is written only when it changes. QEMU's model holds received frames back for a second
 /// after every RCTL write (its `flush_queue_timer`).
 pub(crate) fn set_receive_filter(
     bar: &Bar0<'_>,
-    mode: Option<RxMode>,
+    mode: RxMode,
     mut addresses: impl Iterator<Item = MacAddress>,
     groups: impl Iterator<Item = MacAddress>,
 ) {
@@ -206,14 +205,23 @@ pub(crate) fn set_receive_filter(
         let bit = mta_bit(&group);
         table[bit / 32] |= 1 << (bit % 32);
     }
+    write_multicast_table(bar, &table);
+    let rctl = rctl(mode, all_unicast);
+    if bar.read32(regs::RCTL) != rctl {
+        bar.write32(rctl, regs::RCTL);
+    }
+}
+
+/// Clears the Multicast Table Array: no group passes until the stack sets the receive filter.
+/// The secondary receive addresses need no clearing: every reset clears them.
+pub(crate) fn clear_multicast_table(bar: &Bar0<'_>) {
+    write_multicast_table(bar, &[0; regs::MTA_ENTRIES]);
+}
+
+/// Writes the whole Multicast Table Array.
+fn write_multicast_table(bar: &Bar0<'_>, table: &[u32; regs::MTA_ENTRIES]) {
     for (i, bits) in table.iter().enumerate() {
         bar.write32(*bits, regs::MTA + 4 * i);
-    }
-    if let Some(mode) = mode {
-        let rctl = rctl(mode, all_unicast);
-        if bar.read32(regs::RCTL) != rctl {
-            bar.write32(rctl, regs::RCTL);
-        }
     }
 }
 
