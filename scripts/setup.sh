@@ -15,7 +15,7 @@ APT_PACKAGES=(
 	build-essential bc flex bison libelf-dev libssl-dev cpio xz-utils kmod python3 unzip
 	rustc-web rust-web-src rust-web-clippy
 	clang-19 lld-19 llvm-19
-	busybox-static e2fsprogs
+	busybox-static e2fsprogs ethtool iproute2
 	shellcheck mmdebstrap
 )
 
@@ -51,8 +51,9 @@ apt_qemu() {
 # Nothing is removed.
 step_qemu() {
 	local utils have want
-	utils=$(dpkg-query -W -f='${db:Status-Status} ${Version}' qemu-utils 2>/dev/null | sed -n 's/^installed //p')
-	have=$(dpkg-query -W -f='${db:Status-Status} ${Version}' qemu-system-x86 2>/dev/null | sed -n 's/^installed //p')
+	# dpkg-query fails for a package it has never seen: that is "not installed", not an error.
+	utils=$(dpkg-query -W -f='${db:Status-Status} ${Version}' qemu-utils 2>/dev/null | sed -n 's/^installed //p' || true)
+	have=$(dpkg-query -W -f='${db:Status-Status} ${Version}' qemu-system-x86 2>/dev/null | sed -n 's/^installed //p' || true)
 	if [ -n "$have" ] && [ "$have" = "$utils" ] && [[ $have == *bpo12* ]]; then
 		return 0
 	fi
