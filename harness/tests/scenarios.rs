@@ -7,6 +7,7 @@ mod debian_kernels;
 mod dma_local_misuse;
 mod dma_local_selftest;
 mod e1000_rs;
+mod e1000_rs_ethtool;
 mod e1000_rs_faults;
 mod harness_self_test;
 mod nvme_rs;

@@ -11,27 +11,36 @@ use kernel::{
     bindings,
     cpu::CpuId,
     device::{Bound, Core},
-    new_spinlock, pci,
+    new_mutex, new_spinlock, pci,
     prelude::*,
-    sync::SpinLock,
+    sync::{Mutex, SpinLock},
 };
 
 use crate::compat::{self, irqreturn, smp_mb, Full};
 use crate::dma_local::{self, Mask};
-use crate::hw::{self, Bar0, HwErrors};
+use crate::ethtool::{link_mode, Ethtool, LinkSettings, RingSizes};
+use crate::hw::{self, Bar0, HwStats, ReceiveFilter};
 use crate::netdev::{self, HwAddrs, Interface, MacAddress, Napi, NetDev, RxMode, Stats};
 use crate::offload;
 use crate::regs;
-use crate::ring::RING_SIZE;
+use crate::ring::RingSize;
 use crate::rings::Rings;
-use crate::rx::{RxDone, RxRing};
+use crate::rx::{RxDone, RxFrames, RxRing};
 use crate::skb::Skb;
 use crate::timer::Timer;
 use crate::tx::{TxProducer, TxRing};
+use crate::work::Work;
 
 /// How long a frame the poll sent waits in the transmit ring, if no interrupt comes, before the
 /// reap timer schedules a poll to free it: rounded up to jiffies (8-12 ms at HZ=250).
 const REAP_DELAY_MS: u32 = 10;
+/// The MTUs the interface takes, as the C driver's on this controller: from a minimum-size frame's
+/// payload to a 16128-byte frame's (the largest the MAC's long packets allow).
+const MIN_MTU: u32 = 46;
+const MAX_MTU: u32 = 16110;
+/// How long a stopped transmit queue may stand before `ndo_tx_timeout` resets the adapter (the C
+/// driver's watchdog timeout).
+const TX_TIMEOUT_MS: u32 = 5000;
 
 /// A counter that one context at a time adds to and `ndo_get_stats64` reads at any time: as
 /// `u64_stats_t` on a 64-bit kernel, an add is a load and a store, not a locked read-modify-write.
@@ -65,6 +74,24 @@ struct Counters {
     rx_length_errors: Counter,
     rx_dropped: Counter,
     tx_dropped: Counter,
+    /// Transmit timeouts: the stack's watchdog, one at a time.
+    tx_timeouts: Counter,
+    /// A stopped queue started again: by `ndo_start_xmit` when room came meanwhile, and by the
+    /// poll.
+    tx_restarts_xmit: Counter,
+    tx_restarts_poll: Counter,
+}
+
+/// What the rings are built with and what the receive filter passes: the ring sizes (`ethtool
+/// -G`), the frames the MTU makes, and the filter as the stack last set it. Changed only under the
+/// RTNL lock, by the stack's configuration calls; an open, a reset or a resize builds the rings
+/// from it.
+#[derive(Clone)]
+struct Settings {
+    rx_ring: RingSize,
+    tx_ring: RingSize,
+    frames: RxFrames,
+    filter: ReceiveFilter,
 }
 
 /// A bound 82540EM.
@@ -76,6 +103,8 @@ struct Counters {
 /// - `reap_timer` fires into `reap_timer_fired`, which finds this object around it. Only `xmit`
 ///   arms it, so only while the interface is open; `stop` disarms it, and `PinnedDrop` shuts it
 ///   down.
+/// - `reset_work` runs `reset_work_run`, which finds this object around it; `PinnedDrop` cancels
+///   it after unregistering the interface, whose transmit watchdog alone schedules it.
 #[pin_data(PinnedDrop)]
 pub(crate) struct E1000<'bound> {
     pdev: &'bound pci::Device<Bound>,
@@ -102,8 +131,14 @@ pub(crate) struct E1000<'bound> {
     /// both are disabled: `xmit` and `poll`, which use them, never run meanwhile.
     rings: Rings<'bound>,
     #[pin]
-    hw_errors: SpinLock<HwErrors>,
+    hw_stats: SpinLock<HwStats>,
     counters: Counters,
+    #[pin]
+    settings: Mutex<Settings>,
+    /// Rebuilds the rings and resets the controller after a transmit timeout, in process context
+    /// and under the RTNL lock, as the C driver's reset task does.
+    #[pin]
+    reset_work: Work,
     /// The interface is open: interrupts may schedule NAPI.
     running: AtomicBool,
     irq: u32,
@@ -139,7 +174,13 @@ impl<'bound> E1000<'bound> {
             masks_undone: AtomicU32::new(0),
             completions_only: AtomicBool::new(false),
             netdev: {
-                let netdev = NetDev::alloc(bound.as_ref(), &offload::FEATURES)?;
+                let netdev = NetDev::alloc(
+                    bound.as_ref(),
+                    &offload::FEATURES,
+                    MIN_MTU,
+                    MAX_MTU,
+                    TX_TIMEOUT_MS,
+                )?;
                 let mac = hw::read_mac_address(bar)?;
                 netdev.set_hw_addr(&mac);
                 // SAFETY: `this` is pinned and outlives the registration and the IRQ (`PinnedDrop`
@@ -148,8 +189,20 @@ impl<'bound> E1000<'bound> {
                 netdev
             },
             rings: Rings::new(),
-            hw_errors <- new_spinlock!(HwErrors::default(), "e1000_rs:hw_errors"),
+            hw_stats <- new_spinlock!(HwStats::default(), "e1000_rs:hw_stats"),
             counters: Counters::default(),
+            settings <- new_mutex!(
+                Settings {
+                    rx_ring: RingSize::DEFAULT,
+                    tx_ring: RingSize::DEFAULT,
+                    frames: RxFrames::default(),
+                    filter: ReceiveFilter::default(),
+                },
+                "e1000_rs:settings"
+            ),
+            // SAFETY: `reset_work_run` takes the `work_struct` of an `E1000`'s `reset_work`, which
+            // this is; `PinnedDrop` cancels it before this pinned object goes.
+            reset_work <- unsafe { Work::new(reset_work_run) },
             running: AtomicBool::new(false),
             _vectors: compat::alloc_irq_vectors(bound, 1, 1)?,
             irq: compat::vector_irq(_vectors, 0)?,
@@ -185,8 +238,11 @@ impl PinnedDrop for E1000<'_> {
     fn drop(self: Pin<&mut Self>) {
         // Shared: unregistering calls back into the adapter (`ndo_stop`).
         let this = self.into_ref().get_ref();
-        // Closes the interface first, which stops the rings and frees them.
+        // Closes the interface first, which stops the rings and frees them, and its transmit
+        // watchdog, which alone schedules a reset.
         this.netdev.unregister();
+        // A reset scheduled before finds the interface down and does nothing.
+        this.reset_work.cancel_sync();
         // Disarmed by `stop` already; nothing fires into what goes below.
         this.reap_timer.shut_down();
         // SAFETY: Requested in probe with this cookie (type invariant); freed once, here.
@@ -248,82 +304,69 @@ unsafe extern "C" fn reap_timer_fired(timer: *mut bindings::timer_list) {
     }
 }
 
+/// The reset the transmit watchdog asked for: under the RTNL lock, the rings are rebuilt and the
+/// controller reset if the interface is still up.
+///
+/// # Safety
+///
+/// `work` is the `work_struct` of an `E1000`'s `reset_work`.
+unsafe extern "C" fn reset_work_run(work: *mut bindings::work_struct) {
+    // SAFETY: By the function's safety requirement, `work` lies in the `reset_work` field of an
+    // `E1000` (lifetimes do not change the layout), which is live: `PinnedDrop` cancels the work,
+    // waiting for it, before the adapter goes (type invariant).
+    let e1000 = unsafe {
+        &*kernel::container_of!(Work::from_raw(work).cast_mut(), E1000<'static>, reset_work)
+            .cast::<E1000<'_>>()
+    };
+    e1000.netdev.with_rtnl(|| {
+        if !e1000.running.load(Ordering::Acquire) {
+            return;
+        }
+        dev_info!(e1000.pdev, "resetting the adapter\n");
+        if let Err(e) = e1000.rebuild(|_| ()) {
+            // The old rings stay; the watchdog asks again if the queue still stands.
+            dev_err!(e1000.pdev, "reset failed: error {}\n", e.to_errno());
+        }
+    });
+}
+
 impl Interface for E1000<'_> {
     /// `ndo_open`: rings, receiver, transmitter, interrupts.
     fn open(&self) -> Result {
-        let dev = self.pdev.as_ref();
-        // Measured with `scripts/bench-e1000.sh --instructions`: mapping socket buffers costs the
-        // guest fewer instructions than copying in either direction, with throughput level (see
-        // DESIGN.md).
-        let (tx_copy, rx_copy) = (
-            compat::flag(&crate::module_parameters::tx_copy),
-            compat::flag(&crate::module_parameters::rx_copy),
-        );
-        let rings =
-            || -> Result<_> { Ok((TxRing::new(dev, tx_copy)?, RxRing::new(dev, rx_copy)?)) };
-        let (tx, rx) = rings().inspect_err(|e| {
-            dev_err!(
-                self.pdev,
-                "cannot allocate the rings: error {}\n",
-                e.to_errno()
-            );
-        })?;
-        let bar = &self.bar;
-        let (tx_base, tx_len) = tx.base();
-        hw::configure_transmit(bar, tx_base, tx_len);
-        let (rx_base, rx_len) = rx.base();
-        hw::configure_receive(bar, rx_base, rx_len);
-        // SAFETY: `ndo_open` runs under the RTNL lock.
-        let mac = unsafe { self.netdev.hw_addr() };
-        hw::program_mac_address(bar, &mac);
-        hw::clear_multicast_table(bar);
-        // SAFETY: Neither `xmit` nor `poll` runs: the queue has not started and NAPI is disabled.
-        unsafe { self.rings.set(Some((tx, rx))) };
-        // Every descriptor but one is the device's: head 0, tail at the last.
-        hw::start(bar, RING_SIZE - 1);
-        self.netdev.reset_queue();
-        // What the last poll before `stop` left: interrupts are enabled below, and no poll runs.
-        self.masks_undone
-            .store(self.masks.load(Ordering::Relaxed), Ordering::Relaxed);
-        self.completions_only.store(false, Ordering::Relaxed);
-        self.netdev.napi().enable();
-        self.running.store(true, Ordering::Release);
-        hw::unmask_interrupts(bar, regs::INT_ENABLED);
-        self.update_carrier();
-        self.netdev.start_queue();
+        let settings = self.settings.lock();
+        let rings = self.alloc_rings(&settings)?;
+        self.start(rings, &settings);
         Ok(())
     }
 
     fn set_rx_mode(&self, mode: RxMode, addresses: HwAddrs<'_>, groups: HwAddrs<'_>) {
-        // While the interface is open (both under the RTNL lock): `open` clears the filter.
+        let mut settings = self.settings.lock();
+        settings.filter = ReceiveFilter::new(mode, addresses, groups);
+        // While the interface is open (both under the RTNL lock): `open` writes the filter.
         if self.running.load(Ordering::Acquire) {
-            hw::set_receive_filter(&self.bar, mode, addresses, groups);
+            hw::set_receive_filter(&self.bar, &settings.filter, settings.frames.long());
         }
     }
 
     /// `ndo_stop`: no interrupt, no DMA, no buffer left.
     fn stop(&self) {
-        self.netdev.stop_queue();
-        self.running.store(false, Ordering::Release);
-        // Before the reset masks every interrupt, as the C driver's `e1000_down` does: a poll or a
-        // transmit that saw the interface running may still unmask some (IMS), and must be over
-        // when the final IMC is written. None starts after: the handler and the reap timer see
-        // `running` false.
-        self.netdev.napi().disable();
-        // Only a poll wakes the stopped queue (a transmit that restarts it is still running): once
-        // NAPI is disabled, this waits for the last transmit and none follows.
-        self.netdev.disable_transmit();
-        hw::reset(&self.bar);
-        // SAFETY: `irq` is requested (type invariant); this waits for a running handler.
-        unsafe { bindings::synchronize_irq(self.irq) };
-        // Nothing arms it any more: transmit and the poll have stopped.
-        self.reap_timer.disarm_sync();
-        self.netdev.set_carrier(false);
-        // The device no longer owns any descriptor: unmap and free everything.
-        // SAFETY: Neither `xmit` nor `poll` runs, nor can start: both were disabled above, which
-        // waited for them.
-        unsafe { self.rings.set(None) };
-        self.netdev.reset_queue();
+        self.down();
+    }
+
+    /// `ndo_change_mtu`: the rings are rebuilt for the frames of the new MTU, long packets on above
+    /// 1500 bytes.
+    fn change_mtu(&self, mtu: u32) -> Result {
+        let frames = RxFrames::for_mtu(mtu).ok_or(EINVAL)?;
+        self.rebuild(|settings| settings.frames = frames)?;
+        self.netdev.set_mtu(mtu);
+        Ok(())
+    }
+
+    /// `ndo_tx_timeout`: the reset waits for process context.
+    fn tx_timeout(&self) {
+        self.counters.tx_timeouts.add(1);
+        dev_warn!(self.pdev, "transmit timed out\n");
+        self.reset_work.schedule();
     }
 
     /// `ndo_start_xmit`: the skb comes back when the ring is full.
@@ -371,23 +414,19 @@ impl Interface for E1000<'_> {
 
     /// `ndo_get_stats64`.
     fn stats(&self) -> Stats {
-        let hw = {
-            let mut errors = self.hw_errors.lock();
-            hw::add_error_counters(&self.bar, &mut errors);
-            *errors
-        };
+        let hw = self.hw_stats();
         let c = &self.counters;
-        let length_errors = c.rx_length_errors.get() + hw.length;
+        let length_errors = c.rx_length_errors.get() + hw.all_length_errors();
         Stats {
             rx_packets: c.rx_packets.get(),
             rx_bytes: c.rx_bytes.get(),
             tx_packets: c.tx_packets.get(),
             tx_bytes: c.tx_bytes.get(),
-            rx_errors: c.rx_errors.get() + hw.crc + hw.length,
+            rx_errors: c.rx_errors.get() + hw.crc_errors + hw.all_length_errors(),
             rx_dropped: c.rx_dropped.get(),
             tx_dropped: c.tx_dropped.get(),
             rx_length_errors: length_errors,
-            rx_crc_errors: hw.crc,
+            rx_crc_errors: hw.crc_errors,
             rx_missed_errors: hw.missed,
         }
     }
@@ -400,6 +439,110 @@ impl Interface for E1000<'_> {
         self.netdev.set_hw_addr(mac);
         hw::program_mac_address(&self.bar, mac);
         Ok(())
+    }
+}
+
+impl<'bound> E1000<'bound> {
+    /// Allocates the rings `settings` describe.
+    fn alloc_rings(&self, settings: &Settings) -> Result<(TxRing<'bound>, RxRing<'bound>)> {
+        let dev = self.pdev.as_ref();
+        // Measured with `scripts/bench-e1000.sh --instructions`: mapping socket buffers costs the
+        // guest fewer instructions than copying in either direction, with throughput level (see
+        // DESIGN.md).
+        let (tx_copy, rx_copy) = (
+            compat::flag(&crate::module_parameters::tx_copy),
+            compat::flag(&crate::module_parameters::rx_copy),
+        );
+        let rings = || -> Result<_> {
+            Ok((
+                TxRing::new(dev, settings.tx_ring, tx_copy)?,
+                RxRing::new(dev, settings.rx_ring, settings.frames, rx_copy)?,
+            ))
+        };
+        rings().inspect_err(|e| {
+            dev_err!(
+                self.pdev,
+                "cannot allocate the rings: error {}\n",
+                e.to_errno()
+            );
+        })
+    }
+
+    /// Brings the interface up on `rings`: receiver, transmitter, the receive filter of
+    /// `settings`, interrupts. The controller was reset (probe or `down`).
+    fn start(&self, (tx, rx): (TxRing<'bound>, RxRing<'bound>), settings: &Settings) {
+        let bar = &self.bar;
+        let (tx_base, tx_len) = tx.base();
+        hw::configure_transmit(bar, tx_base, tx_len);
+        let (rx_base, rx_len) = rx.base();
+        hw::configure_receive(bar, rx_base, rx_len);
+        // SAFETY: `ndo_open` and the adapter's resets run under the RTNL lock.
+        let mac = unsafe { self.netdev.hw_addr() };
+        hw::program_mac_address(bar, &mac);
+        // Every descriptor but one is the device's: head 0, tail at the last.
+        let rx_tail = rx.last();
+        // SAFETY: Neither `xmit` nor `poll` runs: the queue has not started and NAPI is disabled.
+        unsafe { self.rings.set(Some((tx, rx))) };
+        hw::start(bar, rx_tail, &settings.filter, settings.frames.long());
+        self.netdev.reset_queue();
+        // What the last poll before `stop` left: interrupts are enabled below, and no poll runs.
+        self.masks_undone
+            .store(self.masks.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.completions_only.store(false, Ordering::Relaxed);
+        self.netdev.napi().enable();
+        self.running.store(true, Ordering::Release);
+        hw::unmask_interrupts(bar, regs::INT_ENABLED);
+        self.update_carrier();
+        self.netdev.start_queue();
+    }
+
+    /// Takes the interface down: no interrupt, no DMA, no buffer left, and the controller reset.
+    /// Under the RTNL lock.
+    fn down(&self) {
+        self.netdev.stop_queue();
+        self.running.store(false, Ordering::Release);
+        // Before the reset masks every interrupt, as the C driver's `e1000_down` does: a poll or a
+        // transmit that saw the interface running may still unmask some (IMS), and must be over
+        // when the final IMC is written. None starts after: the handler and the reap timer see
+        // `running` false.
+        self.netdev.napi().disable();
+        // Only a poll wakes the stopped queue (a transmit that restarts it is still running): once
+        // NAPI is disabled, this waits for the last transmit and none follows.
+        self.netdev.disable_transmit();
+        hw::reset(&self.bar);
+        // SAFETY: `irq` is requested (type invariant); this waits for a running handler.
+        unsafe { bindings::synchronize_irq(self.irq) };
+        // Nothing arms it any more: transmit and the poll have stopped.
+        self.reap_timer.disarm_sync();
+        self.netdev.set_carrier(false);
+        // The device no longer owns any descriptor: unmap and free everything.
+        // SAFETY: Neither `xmit` nor `poll` runs, nor can start: both were disabled above, which
+        // waited for them.
+        unsafe { self.rings.set(None) };
+        self.netdev.reset_queue();
+    }
+
+    /// Changes the settings with `change` and, while the interface is up, rebuilds the rings with
+    /// them and resets the controller. The new rings come first: when they cannot be allocated,
+    /// the interface runs on as it was and nothing changes. Under the RTNL lock.
+    fn rebuild(&self, change: impl FnOnce(&mut Settings)) -> Result {
+        let mut settings = self.settings.lock();
+        let mut changed = settings.clone();
+        change(&mut changed);
+        if self.running.load(Ordering::Acquire) {
+            let rings = self.alloc_rings(&changed)?;
+            self.down();
+            self.start(rings, &changed);
+        }
+        *settings = changed;
+        Ok(())
+    }
+
+    /// The statistics registers, read and added up.
+    fn hw_stats(&self) -> HwStats {
+        let mut stats = self.hw_stats.lock();
+        hw::add_statistics(&self.bar, &mut stats);
+        *stats
     }
 }
 
@@ -457,6 +600,7 @@ impl E1000<'_> {
         smp_mb(Full);
         if tx.has_room() {
             self.netdev.start_queue();
+            self.counters.tx_restarts_xmit.add(1);
         }
     }
 
@@ -494,6 +638,7 @@ impl E1000<'_> {
             smp_mb(Full);
             if self.netdev.queue_stopped() && tx.has_room() {
                 self.netdev.wake_queue();
+                c.tx_restarts_poll.add(1);
             }
         }
         let work =
@@ -526,6 +671,106 @@ impl E1000<'_> {
             hw::set_rx_tail(&self.bar, tail);
         }
         received
+    }
+}
+
+/// The statistics `ethtool -S` shows: the C driver's names, for what means the same here, from
+/// the statistics registers (`hw`) or the driver's counters.
+struct StatSources<'a> {
+    hw: &'a HwStats,
+    stats: &'a Stats,
+    counters: &'a Counters,
+}
+
+type StatSource = fn(&StatSources<'_>) -> u64;
+
+const ETHTOOL_STATS: [(&core::ffi::CStr, StatSource); 22] = [
+    (c"rx_packets", |s| s.hw.rx_packets),
+    (c"tx_packets", |s| s.hw.tx_packets),
+    (c"rx_bytes", |s| s.hw.rx_bytes),
+    (c"tx_bytes", |s| s.hw.tx_bytes),
+    (c"rx_broadcast", |s| s.hw.rx_broadcast),
+    (c"tx_broadcast", |s| s.hw.tx_broadcast),
+    (c"rx_multicast", |s| s.hw.rx_multicast),
+    (c"tx_multicast", |s| s.hw.tx_multicast),
+    (c"rx_errors", |s| s.stats.rx_errors),
+    (c"tx_dropped", |s| s.stats.tx_dropped),
+    (c"multicast", |s| s.hw.rx_multicast),
+    (c"collisions", |s| s.hw.collisions),
+    (c"rx_length_errors", |s| s.stats.rx_length_errors),
+    (c"rx_crc_errors", |s| s.hw.crc_errors),
+    (c"rx_no_buffer_count", |s| s.hw.no_buffer),
+    (c"rx_missed_errors", |s| s.hw.missed),
+    (c"tx_timeout_count", |s| s.counters.tx_timeouts.get()),
+    (c"tx_restart_queue", |s| {
+        s.counters.tx_restarts_xmit.get() + s.counters.tx_restarts_poll.get()
+    }),
+    (c"rx_long_length_errors", |s| s.hw.oversize),
+    (c"rx_short_length_errors", |s| s.hw.undersize),
+    (c"tx_tcp_seg_good", |s| s.hw.tso_contexts),
+    (c"tx_tcp_seg_failed", |s| s.hw.tso_failed),
+];
+
+impl Ethtool for E1000<'_> {
+    const STAT_COUNT: usize = ETHTOOL_STATS.len();
+
+    fn stat_name(i: usize) -> &'static core::ffi::CStr {
+        ETHTOOL_STATS[i].0
+    }
+
+    fn stat_values(&self, values: &mut [u64]) {
+        let stats = self.stats();
+        let hw = *self.hw_stats.lock();
+        let sources = StatSources {
+            hw: &hw,
+            stats: &stats,
+            counters: &self.counters,
+        };
+        for (value, (_, source)) in values.iter_mut().zip(ETHTOOL_STATS.iter()) {
+            *value = source(&sources);
+        }
+    }
+
+    /// The copper port of the 82540EM, auto-negotiating every speed it has, as the C driver
+    /// reports it (which leaves the PHY address 0).
+    fn link_settings(&self) -> LinkSettings {
+        let modes = link_mode::T10_HALF
+            | link_mode::T10_FULL
+            | link_mode::T100_HALF
+            | link_mode::T100_FULL
+            | link_mode::T1000_FULL
+            | link_mode::AUTONEG
+            | link_mode::TP;
+        LinkSettings {
+            supported: modes,
+            advertising: modes,
+            speed_duplex: hw::link_speed_duplex(&self.bar),
+            autoneg: true,
+            phy_address: 0,
+        }
+    }
+
+    /// As the C driver: the adapter is reset, which restarts the link, if the interface is up.
+    fn restart_autoneg(&self) -> Result {
+        self.rebuild(|_| ())
+    }
+
+    fn ring_sizes(&self) -> RingSizes {
+        let settings = self.settings.lock();
+        RingSizes {
+            rx: settings.rx_ring.get() as u32,
+            tx: settings.tx_ring.get() as u32,
+            rx_max: RingSize::MAX,
+            tx_max: RingSize::MAX,
+        }
+    }
+
+    fn set_ring_sizes(&self, rx: u32, tx: u32) -> Result {
+        let (rx, tx) = (RingSize::new(rx)?, RingSize::new(tx)?);
+        self.rebuild(|settings| {
+            settings.rx_ring = rx;
+            settings.tx_ring = tx;
+        })
     }
 }
 

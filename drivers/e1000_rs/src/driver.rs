@@ -13,6 +13,7 @@ mod adapter;
 mod compat;
 mod desc;
 mod dma_local;
+mod ethtool;
 mod hw;
 mod netdev;
 mod offload;
@@ -23,6 +24,7 @@ mod rx;
 mod skb;
 mod timer;
 mod tx;
+mod work;
 
 use kernel::{device::Core, pci, prelude::*};
 

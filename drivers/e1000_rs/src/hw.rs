@@ -24,12 +24,82 @@ const ITR_20K: u32 = 195;
 /// Transmit interrupt delay, in 1.024 us units (the C driver's default).
 const TIDV_DEFAULT: u32 = 8;
 
-/// Error counters of the hardware, which clear on read and are therefore summed.
+/// The statistics registers the driver reports, which clear on read and are therefore summed
+/// (QEMU's model leaves CRCERRS to MPC uncleared, so there they grow with each read, as with the C
+/// driver).
 #[derive(Default, Clone, Copy)]
-pub(crate) struct HwErrors {
-    pub(crate) crc: u64,
-    pub(crate) length: u64,
+pub(crate) struct HwStats {
+    /// CRC Error Count.
+    pub(crate) crc_errors: u64,
+    /// Missed Packets Count: no room in the receive FIFO.
     pub(crate) missed: u64,
+    /// Collision Count.
+    pub(crate) collisions: u64,
+    /// Receive Length Error Count, Receive Undersize Count, Receive Oversize Count.
+    pub(crate) length_errors: u64,
+    pub(crate) undersize: u64,
+    pub(crate) oversize: u64,
+    /// Receive No Buffers Count: no free receive descriptor.
+    pub(crate) no_buffer: u64,
+    /// Good Packets and Good Octets Received and Transmitted (octets from the destination address
+    /// to the CRC).
+    pub(crate) rx_packets: u64,
+    pub(crate) tx_packets: u64,
+    pub(crate) rx_bytes: u64,
+    pub(crate) tx_bytes: u64,
+    /// Broadcast and Multicast Packets Received and Transmitted.
+    pub(crate) rx_broadcast: u64,
+    pub(crate) tx_broadcast: u64,
+    pub(crate) rx_multicast: u64,
+    pub(crate) tx_multicast: u64,
+    /// TCP Segmentation Context Transmitted, and TCP Segmentation Context Transmit Fail.
+    pub(crate) tso_contexts: u64,
+    pub(crate) tso_failed: u64,
+}
+
+impl HwStats {
+    /// Every receive length error: RLEC, RUC and ROC.
+    pub(crate) fn all_length_errors(&self) -> u64 {
+        self.length_errors + self.undersize + self.oversize
+    }
+}
+
+/// Adds the statistics registers, which clear on read, to `stats`.
+pub(crate) fn add_statistics(bar: &Bar0<'_>, stats: &mut HwStats) {
+    let read = |offset| u64::from(bar.read32(offset));
+    stats.crc_errors += read(regs::CRCERRS);
+    stats.missed += read(regs::MPC);
+    stats.collisions += read(regs::COLC);
+    stats.length_errors += read(regs::RLEC);
+    stats.undersize += read(regs::RUC);
+    stats.oversize += read(regs::ROC);
+    stats.no_buffer += read(regs::RNBC);
+    stats.rx_packets += read(regs::GPRC);
+    stats.tx_packets += read(regs::GPTC);
+    // The low half first: reading the high half clears both.
+    stats.rx_bytes += read(regs::GORCL) | read(regs::GORCH) << 32;
+    stats.tx_bytes += read(regs::GOTCL) | read(regs::GOTCH) << 32;
+    stats.rx_broadcast += read(regs::BPRC);
+    stats.tx_broadcast += read(regs::BPTC);
+    stats.rx_multicast += read(regs::MPRC);
+    stats.tx_multicast += read(regs::MPTC);
+    stats.tso_contexts += read(regs::TSCTC);
+    stats.tso_failed += read(regs::TSCTFC);
+}
+
+/// The link's speed in Mb/s and duplex as the MAC resolved them (STATUS.SPEED, STATUS.FD), while
+/// it is up.
+pub(crate) fn link_speed_duplex(bar: &Bar0<'_>) -> Option<(u32, bool)> {
+    let status = bar.read32(regs::STATUS);
+    if status & regs::STATUS_LU == 0 {
+        return None;
+    }
+    let speed = match (status & regs::STATUS_SPEED_MASK) >> regs::STATUS_SPEED_SHIFT {
+        0 => 10,
+        1 => 100,
+        _ => 1000,
+    };
+    Some((speed, status & regs::STATUS_FD != 0))
 }
 
 /// Resets the controller and leaves every interrupt masked, the link set up and no secondary
@@ -115,15 +185,20 @@ fn write_ring_address<const LOW: usize, const HIGH: usize, const LENGTH: usize>(
     bar.write32(len as u32, LENGTH);
 }
 
-/// Starts the receiver with descriptors up to `rx_tail` the device's, then the transmitter, with
-/// interrupts throttled as the C driver starts them. Interrupts stay masked.
-pub(crate) fn start(bar: &Bar0<'_>, rx_tail: usize) {
+/// Starts the receiver with descriptors up to `rx_tail` the device's and `filter`, long packets on
+/// or off, then the transmitter, with interrupts throttled as the C driver starts them. Interrupts
+/// stay masked. After a reset, which cleared the receive filter.
+pub(crate) fn start(bar: &Bar0<'_>, rx_tail: usize, filter: &ReceiveFilter, long_packets: bool) {
     set_rx_tail(bar, rx_tail);
     // Stale causes go before the receiver starts: a frame's RXT0 from then on stays latched (all
     // masked) until interrupts are unmasked.
     let _ = bar.read32(regs::ICR);
-    // The stack sets the filter's mode once the interface is up (`ndo_set_rx_mode_async`).
-    bar.write32(rctl(RxMode::default(), false), regs::RCTL);
+    // The reset cleared the other entries.
+    for (entry, address) in (1..).zip(filter.addresses()) {
+        write_receive_address(bar, entry, Some(address));
+    }
+    write_multicast_table(bar, &filter.table);
+    bar.write32(filter.rctl(long_packets), regs::RCTL);
     bar.write32(
         regs::TCTL_EN | regs::TCTL_PSP | regs::TCTL_CT_DEFAULT | regs::TCTL_COLD_FULL_DUPLEX,
         regs::TCTL,
@@ -164,58 +239,104 @@ pub(crate) fn unmask_interrupts(bar: &Bar0<'_>, causes: u32) {
     bar.write32(causes, regs::IMS);
 }
 
-/// Adds the error counters, which clear on read, to `errors`.
-pub(crate) fn add_error_counters(bar: &Bar0<'_>, errors: &mut HwErrors) {
-    errors.crc += u64::from(bar.read32(regs::CRCERRS));
-    errors.length += u64::from(bar.read32(regs::RLEC))
-        + u64::from(bar.read32(regs::RUC))
-        + u64::from(bar.read32(regs::ROC));
-    errors.missed += u64::from(bar.read32(regs::MPC));
-}
-
 /// Receive Address entry 0: the frames the receiver accepts. On the chip, a reset reloads it from
 /// the EEPROM (QEMU's model keeps it); like the C driver, the driver writes it after every reset.
 pub(crate) fn program_mac_address(bar: &Bar0<'_>, mac: &MacAddress) {
     write_receive_address(bar, 0, Some(mac));
 }
 
-/// The receive filter: the mode, the secondary unicast `addresses` in the receive address entries
-/// after the station's own (unicast promiscuous if they do not fit), and the multicast `groups`
-/// hashed into the Multicast Table Array, as the C driver does.
-///
-/// The stack sets it for every multicast group joined or left, which mostly leaves the mode as it
-/// was: RCTL is written only when it changes. QEMU's model holds received frames back for a second
-/// after every RCTL write (its `flush_queue_timer`).
-pub(crate) fn set_receive_filter(
-    bar: &Bar0<'_>,
+/// The receive filter as the stack last set it: the mode, the secondary unicast addresses in the
+/// receive address entries after the station's own (unicast promiscuous if they do not fit), and
+/// the multicast groups hashed into the Multicast Table Array, as the C driver does. The driver
+/// keeps it to write it again after a reset it makes while the interface is up.
+#[derive(Clone)]
+pub(crate) struct ReceiveFilter {
     mode: RxMode,
-    mut addresses: impl Iterator<Item = MacAddress>,
-    groups: impl Iterator<Item = MacAddress>,
-) {
-    let mut unused = 1;
-    for (entry, address) in (1..regs::RAR_ENTRIES).zip(&mut addresses) {
-        write_receive_address(bar, entry, Some(&address));
-        unused = entry + 1;
-    }
-    clear_receive_addresses(bar, unused);
-    // `zip` stops at the last entry without taking an address: any left did not fit.
-    let all_unicast = addresses.next().is_some();
-    let mut table = [0u32; regs::MTA_ENTRIES];
-    for group in groups {
-        let bit = mta_bit(&group);
-        table[bit / 32] |= 1 << (bit % 32);
-    }
-    write_multicast_table(bar, &table);
-    let rctl = rctl(mode, all_unicast);
-    if bar.read32(regs::RCTL) != rctl {
-        bar.write32(rctl, regs::RCTL);
+    /// Entries 1 to `unicast_entries` hold these.
+    addresses: [MacAddress; regs::RAR_ENTRIES - 1],
+    unicast_entries: usize,
+    /// More secondary addresses than entries.
+    all_unicast: bool,
+    table: [u32; regs::MTA_ENTRIES],
+}
+
+impl Default for ReceiveFilter {
+    /// Only the station's address, broadcasts, and no multicast group.
+    fn default() -> Self {
+        Self {
+            mode: RxMode::default(),
+            addresses: [MacAddress::default(); regs::RAR_ENTRIES - 1],
+            unicast_entries: 0,
+            all_unicast: false,
+            table: [0; regs::MTA_ENTRIES],
+        }
     }
 }
 
-/// Clears the Multicast Table Array: no group passes until the stack sets the receive filter.
-/// The secondary receive addresses need no clearing: every reset clears them.
-pub(crate) fn clear_multicast_table(bar: &Bar0<'_>) {
-    write_multicast_table(bar, &[0; regs::MTA_ENTRIES]);
+impl ReceiveFilter {
+    /// The filter for `mode`, the secondary unicast `addresses` and the multicast `groups`.
+    pub(crate) fn new(
+        mode: RxMode,
+        mut addresses: impl Iterator<Item = MacAddress>,
+        groups: impl Iterator<Item = MacAddress>,
+    ) -> Self {
+        let mut filter = Self {
+            mode,
+            ..Self::default()
+        };
+        for (slot, address) in filter.addresses.iter_mut().zip(&mut addresses) {
+            *slot = address;
+            filter.unicast_entries += 1;
+        }
+        // `zip` stops at the last entry without taking an address: any left did not fit.
+        filter.all_unicast = addresses.next().is_some();
+        for group in groups {
+            let bit = mta_bit(&group);
+            filter.table[bit / 32] |= 1 << (bit % 32);
+        }
+        filter
+    }
+
+    /// The secondary unicast addresses, for entries 1 onwards.
+    fn addresses(&self) -> &[MacAddress] {
+        &self.addresses[..self.unicast_entries]
+    }
+
+    /// RCTL for a running receiver: 2048-byte buffers (BSIZE 0), broadcasts, the CRC stripped,
+    /// long packets if asked, and what the mode adds (unicast promiscuous does not pass multicast:
+    /// promiscuous sets both bits), and every unicast frame when the secondary addresses did not
+    /// fit.
+    fn rctl(&self, long_packets: bool) -> u32 {
+        let mut rctl = regs::RCTL_EN | regs::RCTL_BAM | regs::RCTL_SECRC;
+        if long_packets {
+            rctl |= regs::RCTL_LPE;
+        }
+        if self.mode.promiscuous || self.all_unicast {
+            rctl |= regs::RCTL_UPE;
+        }
+        if self.mode.promiscuous || self.mode.all_multicast {
+            rctl |= regs::RCTL_MPE;
+        }
+        rctl
+    }
+}
+
+/// Writes `filter` to a running receiver, long packets on or off.
+///
+/// The stack sets the filter for every multicast group joined or left, which mostly leaves the
+/// mode as it was: RCTL is written only when it changes. QEMU's model holds received frames back
+/// for a second after every RCTL write (its `flush_queue_timer`).
+pub(crate) fn set_receive_filter(bar: &Bar0<'_>, filter: &ReceiveFilter, long_packets: bool) {
+    let addresses = filter.addresses();
+    for (entry, address) in (1..).zip(addresses) {
+        write_receive_address(bar, entry, Some(address));
+    }
+    clear_receive_addresses(bar, 1 + addresses.len());
+    write_multicast_table(bar, &filter.table);
+    let rctl = filter.rctl(long_packets);
+    if bar.read32(regs::RCTL) != rctl {
+        bar.write32(rctl, regs::RCTL);
+    }
 }
 
 /// Writes the whole Multicast Table Array.
@@ -223,24 +344,6 @@ fn write_multicast_table(bar: &Bar0<'_>, table: &[u32; regs::MTA_ENTRIES]) {
     for (i, bits) in table.iter().enumerate() {
         bar.write32(*bits, regs::MTA + 4 * i);
     }
-}
-
-/// RCTL for a running receiver: 2048-byte buffers (BSIZE 0), broadcasts, the CRC stripped, and
-/// what `mode` adds (unicast promiscuous does not pass multicast: promiscuous sets both bits), and
-/// every unicast frame with `all_unicast` (more secondary addresses than the entries hold). Long
-/// Packet Enable stays clear (see `regs::MAX_FRAME_LEN`).
-fn rctl(mode: RxMode, all_unicast: bool) -> u32 {
-    let mut rctl = regs::RCTL_EN | regs::RCTL_BAM | regs::RCTL_SECRC;
-    if mode.promiscuous || all_unicast {
-        rctl |= regs::RCTL_UPE;
-    }
-    if mode.promiscuous {
-        rctl |= regs::RCTL_MPE;
-    }
-    if mode.all_multicast {
-        rctl |= regs::RCTL_MPE;
-    }
-    rctl
 }
 
 /// The Multicast Table Array bit that passes frames to `group`: with RCTL.MO 00 (as `rctl` leaves

@@ -16,6 +16,7 @@ use kernel::{
     prelude::*,
 };
 
+use crate::ethtool::Ethtool;
 use crate::skb::Skb;
 
 /// Opaque C types of the shim.
@@ -84,7 +85,13 @@ extern "C" {
         tcp_segmentation: bool,
         rx_checksum: bool,
         unicast_filter: bool,
+        min_mtu: c_uint,
+        max_mtu: c_uint,
+        tx_timeout_ms: c_uint,
     ) -> *mut NetDevice;
+    fn e1000_rs_set_mtu(dev: *mut NetDevice, mtu: c_uint);
+    fn e1000_rs_rtnl_lock();
+    fn e1000_rs_rtnl_unlock();
     fn e1000_rs_set_adapter(dev: *mut NetDevice, adapter: *mut c_void);
     fn e1000_rs_register(dev: *mut NetDevice) -> c_int;
     fn e1000_rs_unregister(dev: *mut NetDevice);
@@ -218,8 +225,15 @@ unsafe impl Sync for NetDev {}
 
 impl NetDev {
     /// Allocates an Ethernet `net_device` for the PCI device `parent`, with the driver's callbacks
-    /// and `features`.
-    pub(crate) fn alloc(parent: &kernel::device::Device, features: &Features) -> Result<Self> {
+    /// and `features`, MTUs from `min_mtu` to `max_mtu`, and the stack's transmit watchdog calling
+    /// `ndo_tx_timeout` when a stopped queue has not moved for `tx_timeout_ms`.
+    pub(crate) fn alloc(
+        parent: &kernel::device::Device,
+        features: &Features,
+        min_mtu: u32,
+        max_mtu: u32,
+        tx_timeout_ms: u32,
+    ) -> Result<Self> {
         // A `Device` is transparent over the C `struct device` (as in dma_local).
         let parent = core::ptr::from_ref(parent).cast_mut().cast::<c_void>();
         // SAFETY: `parent` is a valid device.
@@ -231,6 +245,9 @@ impl NetDev {
                 features.tcp_segmentation,
                 features.rx_checksum,
                 features.unicast_filter,
+                min_mtu,
+                max_mtu,
+                tx_timeout_ms,
             )
         };
         // INVARIANT: just allocated, not registered.
@@ -284,6 +301,23 @@ impl NetDev {
         // SAFETY: `raw` is valid; its private area lies inside its allocation at this offset,
         // a constant, and starts with the NAPI context (asserted in `netdev_shim.c`).
         Napi(unsafe { self.raw().byte_add(e1000_rs_priv_offset).cast() })
+    }
+
+    /// Records the interface's new MTU, from `ndo_change_mtu`.
+    pub(crate) fn set_mtu(&self, mtu: u32) {
+        // SAFETY: `raw` is valid.
+        unsafe { e1000_rs_set_mtu(self.raw(), mtu) };
+    }
+
+    /// Runs `f` under the RTNL lock, which serialises it with the stack's configuration calls
+    /// (`ndo_open`, `ndo_stop`, ethtool); from process context, not holding the lock.
+    pub(crate) fn with_rtnl<T>(&self, f: impl FnOnce() -> T) -> T {
+        // SAFETY: No preconditions beyond sleeping, which the caller may.
+        unsafe { e1000_rs_rtnl_lock() };
+        let result = f();
+        // SAFETY: Taken above.
+        unsafe { e1000_rs_rtnl_unlock() };
+        result
     }
 
     /// Sets the interface's hardware address.
@@ -467,6 +501,12 @@ pub(crate) trait Interface: Sync {
     fn set_rx_mode(&self, mode: RxMode, addresses: HwAddrs<'_>, groups: HwAddrs<'_>);
     /// The NAPI poll: the work done, at most `budget`.
     fn poll(&self, napi: Napi, budget: i32) -> i32;
+    /// `ndo_change_mtu`, under the RTNL lock, with an MTU the stack checked against the bounds
+    /// the interface was allocated with; the driver records it with [`NetDev::set_mtu`].
+    fn change_mtu(&self, mtu: u32) -> Result;
+    /// `ndo_tx_timeout`, from the stack's transmit watchdog (a timer): a stopped queue has not
+    /// moved for the timeout the interface was allocated with.
+    fn tx_timeout(&self);
 }
 
 /// The [`Interface`] whose callbacks [`net_device_ops!`] exported: the type of every adapter that
@@ -476,7 +516,7 @@ pub(crate) trait Interface: Sync {
 ///
 /// Implemented by [`net_device_ops!`] alone, for the type it exports the callbacks of; their
 /// `#[no_mangle]` symbols allow one such type in the driver.
-pub(crate) unsafe trait Exported: Interface {}
+pub(crate) unsafe trait Exported: Interface + Ethtool {}
 
 /// The adapter behind a `net_device` of this driver.
 ///
@@ -484,7 +524,7 @@ pub(crate) unsafe trait Exported: Interface {}
 ///
 /// `dev` is a `net_device` of this driver whose adapter, an `A`, was set and is still alive.
 #[inline]
-unsafe fn adapter<'a, A: Interface>(dev: *mut NetDevice) -> &'a A {
+pub(crate) unsafe fn adapter<'a, A: Interface>(dev: *mut NetDevice) -> &'a A {
     // SAFETY: The private area of a valid device (safety requirement) lies inside its allocation
     // at this offset, a constant, and starts with the device's NAPI context (asserted in
     // `netdev_shim.c`, registered there with `netif_napi_add`).
@@ -613,6 +653,32 @@ pub(crate) unsafe fn set_rx_mode<A: Interface>(
     0
 }
 
+/// `ndo_change_mtu`.
+///
+/// # Safety
+///
+/// As for [`open`].
+pub(crate) unsafe fn change_mtu<A: Interface>(dev: *mut NetDevice, mtu: c_int) -> c_int {
+    let Ok(mtu) = u32::try_from(mtu) else {
+        return EINVAL.to_errno();
+    };
+    // SAFETY: As in `open`.
+    match unsafe { adapter::<A>(dev) }.change_mtu(mtu) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// `ndo_tx_timeout`.
+///
+/// # Safety
+///
+/// As for [`open`].
+pub(crate) unsafe fn tx_timeout<A: Interface>(dev: *mut NetDevice) {
+    // SAFETY: As in `open`.
+    unsafe { adapter::<A>(dev) }.tx_timeout();
+}
+
 /// The NAPI poll callback.
 ///
 /// # Safety
@@ -624,9 +690,9 @@ pub(crate) unsafe fn poll<A: Interface>(napi: *mut NapiStruct, budget: c_int) ->
     unsafe { napi_adapter::<A>(napi) }.poll(Napi(napi), budget)
 }
 
-/// Exports the callbacks that `netdev_shim.c`'s `net_device_ops` table and NAPI registration name,
-/// each passing its call on to the [`Interface`] `$adapter`, and marks it [`Exported`]: the type
-/// that [`NetDev::set_adapter`] takes.
+/// Exports the callbacks that `netdev_shim.c`'s `net_device_ops` and `ethtool_ops` tables and NAPI
+/// registration name, each passing its call on to the [`Interface`] and [`Ethtool`] `$adapter`,
+/// and marks it [`Exported`]: the type that [`NetDev::set_adapter`] takes.
 macro_rules! net_device_ops {
     ($adapter:ty) => {
         // SAFETY: The callbacks below are `$adapter`'s.
@@ -714,6 +780,36 @@ macro_rules! net_device_ops {
             // SAFETY: By the function's safety requirements.
             unsafe { $crate::netdev::set_rx_mode::<$adapter>(dev, unicast, multicast) }
         }
+
+        /// `ndo_change_mtu` of `netdev_shim.c`'s table.
+        ///
+        /// # Safety
+        ///
+        /// As for [`netdev::change_mtu`](crate::netdev::change_mtu).
+        #[no_mangle]
+        unsafe extern "C" fn e1000_rs_change_mtu(
+            dev: *mut $crate::netdev::NetDevice,
+            mtu: ::kernel::ffi::c_int,
+        ) -> ::kernel::ffi::c_int {
+            // SAFETY: By the function's safety requirements.
+            unsafe { $crate::netdev::change_mtu::<$adapter>(dev, mtu) }
+        }
+
+        /// `ndo_tx_timeout` of `netdev_shim.c`'s table.
+        ///
+        /// # Safety
+        ///
+        /// As for [`netdev::tx_timeout`](crate::netdev::tx_timeout).
+        #[no_mangle]
+        unsafe extern "C" fn e1000_rs_tx_timeout(
+            dev: *mut $crate::netdev::NetDevice,
+            _queue: ::kernel::ffi::c_uint,
+        ) {
+            // SAFETY: By the function's safety requirements.
+            unsafe { $crate::netdev::tx_timeout::<$adapter>(dev) }
+        }
+
+        $crate::ethtool::ethtool_ops!($adapter);
 
         /// The NAPI poll `netdev_shim.c` registers.
         ///

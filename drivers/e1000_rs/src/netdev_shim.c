@@ -2,13 +2,15 @@
 /*
  * One-line wrappers for what Rust cannot call: static inline functions, macros, the fields of
  * net_device and napi_struct (which bindgen leaves opaque), and the networking functions the
- * kernel's bindings do not declare. Also the net_device_ops table, whose callbacks are all in Rust,
- * and two offsets into structures bindgen leaves opaque. No driver logic lives here.
+ * kernel's bindings do not declare. Also the net_device_ops and ethtool_ops tables, whose callbacks
+ * are all in Rust, and two offsets into structures bindgen leaves opaque. No driver logic lives here.
  */
 #include <linux/etherdevice.h>
 #include <linux/netdevice.h>
+#include <linux/rtnetlink.h>
 #include <linux/tcp.h>
 #include <linux/timer.h>
+#include <linux/workqueue.h>
 
 #include "netdev_shim.h"
 
@@ -37,11 +39,26 @@ static const struct net_device_ops e1000_rs_netdev_ops = {
 	.ndo_set_mac_address = e1000_rs_set_mac_address,
 	.ndo_set_rx_mode_async = e1000_rs_set_rx_mode,
 	.ndo_validate_addr = eth_validate_addr,
+	.ndo_change_mtu = e1000_rs_change_mtu,
+	.ndo_tx_timeout = e1000_rs_tx_timeout,
+};
+
+static const struct ethtool_ops e1000_rs_ethtool_ops = {
+	.get_link = ethtool_op_get_link,
+	.get_link_ksettings = e1000_rs_get_link_ksettings,
+	.nway_reset = e1000_rs_nway_reset,
+	.get_ringparam = e1000_rs_get_ringparam,
+	.set_ringparam = e1000_rs_set_ringparam,
+	.get_sset_count = e1000_rs_get_sset_count,
+	.get_strings = e1000_rs_get_strings,
+	.get_ethtool_stats = e1000_rs_get_ethtool_stats,
 };
 
 /* The features are offload.rs's choice; this only spells them as the stack does. */
 struct net_device *e1000_rs_alloc_netdev(struct device *parent, bool hw_csum, bool sg, bool tso,
-					 bool rxcsum, bool unicast_filter)
+					 bool rxcsum, bool unicast_filter, unsigned int min_mtu,
+					 unsigned int max_mtu,
+					 unsigned int tx_timeout_ms)
 {
 	struct net_device *dev = alloc_etherdev(sizeof(struct e1000_rs_priv));
 	netdev_features_t features = (hw_csum ? NETIF_F_HW_CSUM : 0) | (sg ? NETIF_F_SG : 0) |
@@ -50,6 +67,10 @@ struct net_device *e1000_rs_alloc_netdev(struct device *parent, bool hw_csum, bo
 	if (dev) {
 		SET_NETDEV_DEV(dev, parent);
 		dev->netdev_ops = &e1000_rs_netdev_ops;
+		dev->ethtool_ops = &e1000_rs_ethtool_ops;
+		dev->min_mtu = min_mtu;
+		dev->max_mtu = max_mtu;
+		dev->watchdog_timeo = msecs_to_jiffies(tx_timeout_ms);
 		dev->features |= features;
 		dev->hw_features |= features;
 		if (unicast_filter)
@@ -57,6 +78,21 @@ struct net_device *e1000_rs_alloc_netdev(struct device *parent, bool hw_csum, bo
 		netif_napi_add(dev, netdev_priv(dev), e1000_rs_poll);
 	}
 	return dev;
+}
+
+void e1000_rs_set_mtu(struct net_device *dev, unsigned int mtu)
+{
+	WRITE_ONCE(dev->mtu, mtu);
+}
+
+void e1000_rs_rtnl_lock(void)
+{
+	rtnl_lock();
+}
+
+void e1000_rs_rtnl_unlock(void)
+{
+	rtnl_unlock();
 }
 
 void e1000_rs_set_adapter(struct net_device *dev, void *adapter)
@@ -255,6 +291,19 @@ unsigned int e1000_rs_tcp_hdrlen(struct sk_buff *skb)
 	return tcp_hdrlen(skb);
 }
 
+/* Hands the skb the reference to the page fragment at data, as freeing it with page_frag_free would drop. */
+bool e1000_rs_skb_add_rx_frag(struct sk_buff *skb, void *data, unsigned int length,
+			      unsigned int truesize)
+{
+	struct page *page = virt_to_head_page(data);
+
+	if (skb_shinfo(skb)->nr_frags >= MAX_SKB_FRAGS)
+		return false;
+	skb_add_rx_frag(skb, skb_shinfo(skb)->nr_frags, page, data - page_address(page), length,
+			truesize);
+	return true;
+}
+
 void e1000_rs_set_stats(struct rtnl_link_stats64 *stats, const struct e1000_rs_stats *counters)
 {
 	stats->rx_packets = counters->rx_packets;
@@ -282,4 +331,14 @@ bool e1000_rs_timer_pending(const struct timer_list *timer)
 void e1000_rs_timer_arm(struct timer_list *timer, unsigned int ms)
 {
 	mod_timer(timer, jiffies + msecs_to_jiffies(ms));
+}
+
+void e1000_rs_work_init(struct work_struct *work, void (*run)(struct work_struct *))
+{
+	INIT_WORK(work, run);
+}
+
+bool e1000_rs_work_schedule(struct work_struct *work)
+{
+	return schedule_work(work);
 }

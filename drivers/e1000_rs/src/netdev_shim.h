@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The netdev side of e1000_rs: one-line wrappers of the static inline functions and macros that
- * Rust cannot call (the timer's among them), two offsets it reads opaque structures at, and
- * the callbacks that Rust implements for the net_device_ops table.
+ * Rust cannot call (the timer's and the work item's among them), two offsets it reads opaque
+ * structures at, and the callbacks that Rust implements for the net_device_ops and ethtool_ops
+ * tables.
  */
 #ifndef E1000_RS_NETDEV_SHIM_H
 #define E1000_RS_NETDEV_SHIM_H
 
+#include <linux/ethtool.h>
 #include <linux/netdevice.h>
+#include <linux/workqueue.h>
 
 /* Implemented in Rust (src/netdev.rs's net_device_ops!, exported by src/adapter.rs). */
 int e1000_rs_open(struct net_device *dev);
@@ -18,6 +21,21 @@ int e1000_rs_set_mac_address(struct net_device *dev, void *addr);
 int e1000_rs_set_rx_mode(struct net_device *dev, struct netdev_hw_addr_list *uc,
 			 struct netdev_hw_addr_list *mc);
 int e1000_rs_poll(struct napi_struct *napi, int budget);
+int e1000_rs_change_mtu(struct net_device *dev, int mtu);
+void e1000_rs_tx_timeout(struct net_device *dev, unsigned int queue);
+
+/* Implemented in Rust (src/ethtool.rs's ethtool_ops!). */
+int e1000_rs_get_link_ksettings(struct net_device *dev, struct ethtool_link_ksettings *cmd);
+int e1000_rs_nway_reset(struct net_device *dev);
+void e1000_rs_get_ringparam(struct net_device *dev, struct ethtool_ringparam *ring,
+			    struct kernel_ethtool_ringparam *kernel_ring,
+			    struct netlink_ext_ack *extack);
+int e1000_rs_set_ringparam(struct net_device *dev, struct ethtool_ringparam *ring,
+			   struct kernel_ethtool_ringparam *kernel_ring,
+			   struct netlink_ext_ack *extack);
+int e1000_rs_get_sset_count(struct net_device *dev, int set);
+void e1000_rs_get_strings(struct net_device *dev, u32 set, u8 *data);
+void e1000_rs_get_ethtool_stats(struct net_device *dev, struct ethtool_stats *stats, u64 *data);
 
 /*
  * The counters e1000_rs reports through ndo_get_stats64; netdev.rs's Stats mirrors this layout
@@ -35,7 +53,12 @@ extern const size_t e1000_rs_priv_offset;
 extern const size_t e1000_rs_adapter_offset;
 
 struct net_device *e1000_rs_alloc_netdev(struct device *parent, bool hw_csum, bool sg, bool tso,
-					 bool rxcsum, bool unicast_filter);
+					 bool rxcsum, bool unicast_filter, unsigned int min_mtu,
+					 unsigned int max_mtu,
+					 unsigned int tx_timeout_ms);
+void e1000_rs_set_mtu(struct net_device *dev, unsigned int mtu);
+void e1000_rs_rtnl_lock(void);
+void e1000_rs_rtnl_unlock(void);
 void e1000_rs_set_adapter(struct net_device *dev, void *adapter);
 int e1000_rs_register(struct net_device *dev);
 void e1000_rs_unregister(struct net_device *dev);
@@ -73,11 +96,17 @@ int e1000_rs_skb_cow_head(struct sk_buff *skb);
 unsigned int e1000_rs_skb_network_offset(struct sk_buff *skb);
 unsigned int e1000_rs_skb_transport_offset(struct sk_buff *skb);
 unsigned int e1000_rs_tcp_hdrlen(struct sk_buff *skb);
+bool e1000_rs_skb_add_rx_frag(struct sk_buff *skb, void *data, unsigned int length,
+			      unsigned int truesize);
 void e1000_rs_set_stats(struct rtnl_link_stats64 *stats, const struct e1000_rs_stats *counters);
 
 /* The timer of src/timer.rs. */
 void e1000_rs_timer_setup(struct timer_list *timer, void (*fired)(struct timer_list *));
 bool e1000_rs_timer_pending(const struct timer_list *timer);
 void e1000_rs_timer_arm(struct timer_list *timer, unsigned int ms);
+
+/* The work item of src/work.rs. */
+void e1000_rs_work_init(struct work_struct *work, void (*run)(struct work_struct *));
+bool e1000_rs_work_schedule(struct work_struct *work);
 
 #endif /* E1000_RS_NETDEV_SHIM_H */

@@ -50,21 +50,41 @@ pub(crate) const RAL0: usize = 0x5400;
 pub(crate) const RAH0: usize = 0x5404;
 pub(crate) const RAR_ENTRIES: usize = 15;
 
-/// Statistics (clear on read): CRC Error Count, Missed Packets Count, Receive Length Error Count,
-/// Receive Undersize Count, Receive Oversize Count.
+/// Statistics (clear on read): CRC Error Count, Missed Packets Count, Collision Count, Receive
+/// Length Error Count, Good Packets Received and Transmitted, Broadcast and Multicast Packets
+/// Received, Good Octets Received and Transmitted (low and high halves), Receive No Buffers Count,
+/// Receive Undersize Count, Receive Oversize Count, Multicast and Broadcast Packets Transmitted,
+/// TCP Segmentation Context Transmitted and Transmit Fail.
 pub(crate) const CRCERRS: usize = 0x4000;
 pub(crate) const MPC: usize = 0x4010;
+pub(crate) const COLC: usize = 0x4028;
 pub(crate) const RLEC: usize = 0x4040;
+pub(crate) const GPRC: usize = 0x4074;
+pub(crate) const BPRC: usize = 0x4078;
+pub(crate) const MPRC: usize = 0x407c;
+pub(crate) const GPTC: usize = 0x4080;
+pub(crate) const GORCL: usize = 0x4088;
+pub(crate) const GORCH: usize = 0x408c;
+pub(crate) const GOTCL: usize = 0x4090;
+pub(crate) const GOTCH: usize = 0x4094;
+pub(crate) const RNBC: usize = 0x40a0;
 pub(crate) const RUC: usize = 0x40a4;
 pub(crate) const ROC: usize = 0x40ac;
+pub(crate) const MPTC: usize = 0x40f0;
+pub(crate) const BPTC: usize = 0x40f4;
+pub(crate) const TSCTC: usize = 0x40f8;
+pub(crate) const TSCTFC: usize = 0x40fc;
 
 /// CTRL: Set Link Up, Auto-Speed Detection Enable, Device Reset.
 pub(crate) const CTRL_SLU: u32 = 1 << 6;
 pub(crate) const CTRL_ASDE: u32 = 1 << 5;
 pub(crate) const CTRL_RST: u32 = 1 << 26;
 
-/// STATUS: Link Up.
+/// STATUS: Full Duplex, Link Up, and the resolved speed (00 10 Mb/s, 01 100 Mb/s, 1x 1000 Mb/s).
+pub(crate) const STATUS_FD: u32 = 1 << 0;
 pub(crate) const STATUS_LU: u32 = 1 << 1;
+pub(crate) const STATUS_SPEED_MASK: u32 = 0b11 << 6;
+pub(crate) const STATUS_SPEED_SHIFT: u32 = 6;
 
 /// EERD: Start Read, Read Done, address and data fields.
 pub(crate) const EERD_START: u32 = 1 << 0;
@@ -92,9 +112,15 @@ pub(crate) const RCTL_UPE: u32 = 1 << 3;
 pub(crate) const RCTL_MPE: u32 = 1 << 4;
 pub(crate) const RCTL_BAM: u32 = 1 << 15;
 pub(crate) const RCTL_SECRC: u32 = 1 << 26;
-/// The longest frame the MAC passes with RCTL.LPE (Long Packet Enable) clear, as the driver leaves
-/// it: 1518 bytes and a VLAN tag. It drops longer ones and counts them in ROC.
+/// RCTL: Long Packet Enable: frames longer than [`MAX_FRAME_LEN`] pass, in as many buffers as
+/// they fill.
+pub(crate) const RCTL_LPE: u32 = 1 << 5;
+/// The longest frame the MAC passes with RCTL.LPE clear: 1518 bytes and a VLAN tag. It drops longer
+/// ones and counts them in ROC.
 pub(crate) const MAX_FRAME_LEN: u16 = 1522;
+/// Receive buffer size, 2048 bytes, as RCTL.BSIZE = 0 (with BSEX clear) selects.
+pub(crate) const RX_BUFFER_SIZE: u16 = 2048;
+const _: () = assert!(MAX_FRAME_LEN <= RX_BUFFER_SIZE);
 
 /// TCTL: Transmit Enable, Pad Short Packets, Collision Threshold, Collision Distance (full duplex).
 pub(crate) const TCTL_EN: u32 = 1 << 1;

@@ -10,17 +10,53 @@ use kernel::{
 
 use crate::dma_local::{Coherent, DmaAddress, Gfp};
 
-/// Descriptors per ring (the C driver's default).
-pub(crate) const RING_SIZE: usize = 256;
 /// Shortest frame the stack can use: an Ethernet header.
 pub(crate) const ETH_HLEN: u16 = 14;
 // `CopyBuffers::copy_out` leaves the header out of the checksum word by word.
 const _: () = assert!(ETH_HLEN == 14);
 
-/// The index after `i`, around the ring.
-#[inline]
-pub(crate) fn next(i: usize) -> usize {
-    (i + 1) % RING_SIZE
+/// How many descriptors a ring has: `ethtool -G` sets it, between the C driver's bounds for this
+/// controller, and a multiple of 8, since RDLEN and TDLEN count 128-byte units.
+///
+/// # Invariants
+///
+/// `MIN <= self.0 <= MAX`, a multiple of 8.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RingSize(usize);
+
+impl RingSize {
+    /// The C driver's default.
+    pub(crate) const DEFAULT: Self = Self(256);
+    pub(crate) const MIN: u32 = 48;
+    pub(crate) const MAX: u32 = 4096;
+
+    /// `count` descriptors, rounded up to a multiple of 8; like the C driver, a count below the
+    /// least is raised to it. A count above the most is refused (the ethtool core refuses it first,
+    /// with the most that `ethtool -g` reports).
+    pub(crate) fn new(count: u32) -> Result<Self> {
+        if count > Self::MAX {
+            return Err(EINVAL);
+        }
+        // INVARIANT: at least `MIN`, at most `MAX` (both multiples of 8) once rounded up.
+        Ok(Self(count.max(Self::MIN).next_multiple_of(8) as usize))
+    }
+
+    /// The number of descriptors.
+    #[inline]
+    pub(crate) fn get(self) -> usize {
+        self.0
+    }
+
+    /// The index after `i`, around the ring: a comparison, not a division by a size known only at
+    /// run time.
+    #[inline]
+    pub(crate) fn next(self, i: usize) -> usize {
+        if i + 1 >= self.0 {
+            0
+        } else {
+            i + 1
+        }
+    }
 }
 
 /// Packets and bytes a clean-up finished.
@@ -39,17 +75,18 @@ const COPY_CHUNK_WORDS: usize = 32;
 ///
 /// # Invariants
 ///
-/// `mem` holds `RING_SIZE * words` words; buffer `i` is words `[i * words, (i + 1) * words)`.
+/// `mem` holds `count * words` words; buffer `i` is words `[i * words, (i + 1) * words)`.
 pub(crate) struct CopyBuffers<'a> {
     mem: Coherent<'a, u64>,
     words: usize,
 }
 
 impl<'a> CopyBuffers<'a> {
-    pub(crate) fn new(dev: &'a Device<Bound>, bytes: usize) -> Result<Self> {
+    /// `count` buffers of `bytes` each.
+    pub(crate) fn new(dev: &'a Device<Bound>, count: RingSize, bytes: usize) -> Result<Self> {
         let words = bytes / 8;
         Ok(Self {
-            mem: Coherent::alloc(dev, RING_SIZE * words, Gfp::KERNEL)?,
+            mem: Coherent::alloc(dev, count.get() * words, Gfp::KERNEL)?,
             words,
         })
     }
@@ -78,6 +115,24 @@ impl<'a> CopyBuffers<'a> {
             unsafe { core::ptr::copy_nonoverlapping(src.add(start), chunk.as_mut_ptr().cast(), n) };
             self.mem
                 .write_from(i * self.words + start / 8, &chunk[..words])?;
+        }
+        Ok(())
+    }
+
+    /// Copies the first `len` bytes of buffer `i` to `dst` in whole 8-byte words (so up to 7 bytes
+    /// past `len`): a piece of a frame longer than one buffer, whose checksum is left to the stack.
+    ///
+    /// # Safety
+    ///
+    /// `dst` is valid for writing `len` bytes rounded up to a multiple of 8.
+    pub(crate) unsafe fn copy_piece(&self, i: usize, dst: *mut u8, len: usize) -> Result {
+        if len > self.words * 8 {
+            return Err(EINVAL);
+        }
+        for w in 0..len.div_ceil(8) {
+            let word = self.mem.read(i * self.words + w)?;
+            // SAFETY: `w * 8 + 8` bytes at `dst` are writable (safety requirement).
+            unsafe { dst.add(w * 8).cast::<u64>().write_unaligned(word) };
         }
         Ok(())
     }

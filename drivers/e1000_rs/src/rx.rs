@@ -3,7 +3,9 @@
 //! The receive ring: descriptors in `dma_local` coherent memory, each with a page fragment mapped
 //! with a `dma_local` streaming mapping for the device to write a frame into, or with `rx_copy`
 //! a coherent buffer that frames are copied out of. Mapping costs fewest instructions (see
-//! `DESIGN.md`).
+//! `DESIGN.md`). Above a 1500-byte MTU, long packets are on and a frame fills as many buffers as
+//! it needs: mapped buffers become the skb's page fragments, copied ones are copied one after
+//! the other.
 
 use kernel::{
     device::{Bound, Device},
@@ -14,16 +16,61 @@ use crate::desc::{Le16, Le64, RxDesc};
 use crate::dma_local::{self, Attrs, Coherent, Direction, DmaAddress, Gfp, Mapping};
 use crate::netdev::{Napi, NetDev};
 use crate::regs;
-use crate::ring::{next, CopyBuffers, Done, ETH_HLEN, RING_SIZE};
-use crate::skb::{RxBuffer, Skb};
+use crate::ring::{CopyBuffers, Done, RingSize, ETH_HLEN};
+use crate::skb::{RxBuffer, RxBufferLen, Skb};
 use crate::{dma_read, dma_write};
 
-/// Receive buffer size, 2048 bytes, as RCTL.BSIZE = 0 selects: the coherent buffers of `rx_copy`.
-pub(crate) const RX_BUFFER_SIZE: u32 = 2048;
-const _: () = assert!(regs::MAX_FRAME_LEN as u32 <= RX_BUFFER_SIZE);
 /// Received frames up to this long are copied into a fresh skb, and their buffer stays on the
 /// descriptor: cheaper than unmapping it and mapping a new one (pings, TCP acknowledgements).
 const RX_COPYBREAK: u16 = 256;
+/// An 802.1Q tag, which a received frame may carry on top of the MTU's.
+const VLAN_HLEN: u16 = 4;
+
+/// The frames the receiver takes, by the interface's MTU.
+///
+/// # Invariants
+///
+/// `max_len` is at least [`regs::MAX_FRAME_LEN`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RxFrames {
+    max_len: u16,
+}
+
+impl RxFrames {
+    /// The frames of an MTU of `mtu` bytes: up to 1522 bytes (1500 and a VLAN tag, all the MAC
+    /// passes with long packets off) for an MTU up to 1500, else the MTU's frame and a VLAN tag,
+    /// with long packets on. `None` past what a frame length can say.
+    pub(crate) fn for_mtu(mtu: u32) -> Option<Self> {
+        let len = u16::try_from(mtu).ok()?.checked_add(ETH_HLEN + VLAN_HLEN)?;
+        // INVARIANT: raised to `MAX_FRAME_LEN`.
+        Some(Self {
+            max_len: len.max(regs::MAX_FRAME_LEN),
+        })
+    }
+
+    /// Whether frames may be longer than one buffer: RCTL.LPE.
+    pub(crate) fn long(self) -> bool {
+        self.max_len > regs::MAX_FRAME_LEN
+    }
+
+    /// The receive buffers these frames need.
+    fn buffer_len(self) -> RxBufferLen {
+        if self.long() {
+            RxBufferLen::Long
+        } else {
+            RxBufferLen::Standard
+        }
+    }
+}
+
+impl Default for RxFrames {
+    /// The frames of the default 1500-byte MTU.
+    fn default() -> Self {
+        Self {
+            max_len: regs::MAX_FRAME_LEN,
+        }
+    }
+}
 
 /// A receive buffer lent to the device; the mapping is declared first so that it is unmapped before
 /// the buffer is freed.
@@ -45,40 +92,58 @@ pub(crate) struct RxDone {
 ///
 /// # Invariants
 ///
-/// Every descriptor holds the address of its buffer: `slots[i]`, or buffer `i` of `copy`.
+/// - Every descriptor holds the address of its buffer: `slots[i]`, or buffer `i` of `copy`.
+/// - Each mapped buffer holds `frames.buffer_len()` bytes of frame.
 pub(crate) struct RxRing<'a> {
     dev: &'a Device<Bound>,
+    size: RingSize,
+    frames: RxFrames,
     desc: Coherent<'a, RxDesc>,
     slots: KVec<Option<Slot<'a>>>,
     next_to_clean: usize,
-    /// Inside a frame that spans several buffers (too long): drop until its end.
+    /// Inside a frame that is dropped: drop its buffers until its end.
     discarding: bool,
+    /// The buffers of a long frame received so far, and their length, until its last.
+    partial: Option<(Skb, u16)>,
     /// Receive into these and copy out, instead of into mapped page fragments; then `slots` stays
     /// empty.
     copy: Option<CopyBuffers<'a>>,
 }
 
 impl<'a> RxRing<'a> {
-    /// A ring with a buffer on every descriptor: a mapped page fragment, or a coherent buffer to
-    /// copy from.
-    pub(crate) fn new(dev: &'a Device<Bound>, copy: bool) -> Result<Self> {
+    /// A ring of `size` descriptors for `frames`, with a buffer on every descriptor: a mapped page
+    /// fragment, or a coherent buffer to copy from.
+    pub(crate) fn new(
+        dev: &'a Device<Bound>,
+        size: RingSize,
+        frames: RxFrames,
+        copy: bool,
+    ) -> Result<Self> {
+        let count = size.get();
         let mut ring = Self {
             dev,
-            desc: Coherent::alloc(dev, RING_SIZE, Gfp::KERNEL)?,
-            slots: KVec::with_capacity(RING_SIZE, GFP_KERNEL)?,
+            size,
+            frames,
+            desc: Coherent::alloc(dev, count, Gfp::KERNEL)?,
+            slots: KVec::with_capacity(count, GFP_KERNEL)?,
             next_to_clean: 0,
             discarding: false,
+            partial: None,
             copy: if copy {
-                Some(CopyBuffers::new(dev, RX_BUFFER_SIZE as usize)?)
+                Some(CopyBuffers::new(
+                    dev,
+                    size,
+                    usize::from(regs::RX_BUFFER_SIZE),
+                )?)
             } else {
                 None
             },
         };
-        for i in 0..RING_SIZE {
+        for i in 0..count {
             let (slot, addr) = match &ring.copy {
                 Some(copy) => (None, copy.dma(i)?),
                 None => {
-                    let buffer = RxBuffer::alloc().ok_or(ENOMEM)?;
+                    let buffer = RxBuffer::alloc(frames.buffer_len()).ok_or(ENOMEM)?;
                     let slot = ring.map(buffer).ok_or(ENOMEM)?;
                     let addr = slot.mapping.dma_handle();
                     (Some(slot), addr)
@@ -96,6 +161,11 @@ impl<'a> RxRing<'a> {
         Ok(ring)
     }
 
+    /// The last descriptor, which RDT starts at: every other one is the device's.
+    pub(crate) fn last(&self) -> usize {
+        self.size.get() - 1
+    }
+
     /// Base address and length in bytes, for RDBAL/RDBAH/RDLEN.
     pub(crate) fn base(&self) -> (DmaAddress, usize) {
         (self.desc.dma_handle(), self.desc.size())
@@ -105,13 +175,13 @@ impl<'a> RxRing<'a> {
     /// buffer is freed).
     #[inline]
     fn map(&self, buffer: RxBuffer) -> Option<Slot<'a>> {
-        // SAFETY: A fresh buffer has `RxBuffer::FRAME_LEN` bytes of page memory at `frame`, owned
-        // by the slot until the device filled it.
+        // SAFETY: A fresh buffer has `frame_len()` bytes of page memory at `frame`, owned by the
+        // slot until the device filled it.
         let mapping = unsafe {
             Mapping::new(
                 self.dev,
                 buffer.frame(),
-                RxBuffer::FRAME_LEN,
+                buffer.frame_len(),
                 Direction::FromDevice,
                 Attrs::NONE,
             )
@@ -150,26 +220,31 @@ impl<'a> RxRing<'a> {
             seen += 1;
 
             let end_of_packet = status & regs::DESC_STATUS_EOP != 0;
-            // A length past the longest frame, all the buffer holds, would be the device's fault;
-            // it is dropped as a length error.
-            let good = errors == 0
-                && end_of_packet
-                && !self.discarding
-                && (ETH_HLEN..=regs::MAX_FRAME_LEN).contains(&length);
-            if !good {
-                // The buffer stays on the descriptor; the frame is counted and dropped.
-                if errors != 0 {
-                    done.errors += 1;
-                } else if !self.discarding || end_of_packet {
-                    done.length_errors += 1;
-                }
+            if self.discarding {
+                // The rest of a frame already counted and dropped.
                 self.discarding = !end_of_packet;
-                if let Some(slot) = self.slots[i].as_mut() {
-                    slot.mapping.sync_for_device();
+                self.recycle(i);
+            } else if errors != 0 {
+                done.errors += 1;
+                self.drop_frame(i, end_of_packet);
+            } else if !end_of_packet || self.partial.is_some() {
+                // SAFETY: From the NAPI poll (safety requirement); the device is done with the
+                // descriptor.
+                let frame = unsafe { self.add_piece(i, length, end_of_packet, napi, &mut done) };
+                if let Some(skb) = frame {
+                    done.frames.packets += 1;
+                    done.frames.bytes += u64::from(skb.len());
+                    deliver(skb);
                 }
+            } else if !(ETH_HLEN..=self.piece_len()).contains(&length)
+                || length > self.frames.max_len
+            {
+                // A frame longer than the MTU's, or than the buffer holds (the device's fault).
+                done.length_errors += 1;
+                self.drop_frame(i, end_of_packet);
             } else {
                 // SAFETY: From the NAPI poll (safety requirement); the device is done with the
-                // descriptor and wrote `length` bytes, at most the buffer's size (`good`).
+                // descriptor and wrote `length` bytes, at most the buffer's size (checked above).
                 match unsafe { self.take_frame(i, length, napi, rx_checksum) } {
                     Some(skb) => {
                         done.frames.packets += 1;
@@ -190,7 +265,7 @@ impl<'a> RxRing<'a> {
                 let _ = dma_write!(self.desc, i, status, 0);
             }
             tail = Some(i);
-            self.next_to_clean = next(i);
+            self.next_to_clean = self.size.next(i);
         }
         (done, tail)
     }
@@ -231,7 +306,7 @@ impl RxRing<'_> {
             // SAFETY: From the NAPI poll (safety requirement).
             let mut skb = unsafe { napi.alloc_skb(u32::from(length)) }?;
             // Only the frame's bytes, as the C driver syncs them: a bounce buffer copies no more.
-            // In range: `length` is at most the buffer's size (`good`).
+            // In range: `length` is at most the buffer's size (checked by `clean`).
             slot.mapping
                 .sync_range_for_cpu(0, usize::from(length))
                 .ok()?;
@@ -247,11 +322,126 @@ impl RxRing<'_> {
             return Some(skb);
         }
         // SAFETY: From the NAPI poll (safety requirement).
-        let fresh = self.map(unsafe { RxBuffer::alloc_in_poll() }?)?;
+        let fresh = self.map(unsafe { RxBuffer::alloc_in_poll(self.frames.buffer_len()) }?)?;
         let Slot { mapping, buffer } = self.slots[i].replace(fresh).expect("type invariant");
         drop(mapping);
         // SAFETY: Unmapped, so the device no longer writes it; `length` is at most the buffer's
         // size, and this is the NAPI poll (safety requirements).
         unsafe { buffer.into_skb(u32::from(length)) }
+    }
+
+    /// Bytes one buffer holds.
+    fn piece_len(&self) -> u16 {
+        if self.copy.is_some() {
+            regs::RX_BUFFER_SIZE
+        } else {
+            self.frames.buffer_len().frame_len() as u16
+        }
+    }
+
+    /// Leaves descriptor `i`'s buffer where it is, for the device to fill again.
+    fn recycle(&mut self, i: usize) {
+        if let Some(slot) = self.slots[i].as_mut() {
+            slot.mapping.sync_for_device();
+        }
+    }
+
+    /// Drops the frame descriptor `i` is part of, and its buffers until its end.
+    fn drop_frame(&mut self, i: usize, end_of_packet: bool) {
+        self.partial = None;
+        self.discarding = !end_of_packet;
+        self.recycle(i);
+    }
+
+    /// Adds descriptor `i`'s `length` bytes to the long frame received so far, and returns the
+    /// frame at its end. A frame longer than the MTU's is counted as a length error, one that finds
+    /// no memory as dropped, and either is dropped to its end.
+    ///
+    /// # Safety
+    ///
+    /// Called from the NAPI poll; the device is done with descriptor `i`.
+    unsafe fn add_piece(
+        &mut self,
+        i: usize,
+        length: u16,
+        end_of_packet: bool,
+        napi: Napi,
+        done: &mut RxDone,
+    ) -> Option<Skb> {
+        let so_far = self.partial.as_ref().map_or(0, |(_, len)| *len);
+        let total = so_far.checked_add(length).unwrap_or(u16::MAX);
+        if !self.frames.long()
+            || length == 0
+            || length > self.piece_len()
+            || total > self.frames.max_len
+            || (end_of_packet && total < ETH_HLEN)
+        {
+            // Long frames when long packets are off are the device's fault.
+            done.length_errors += 1;
+            self.drop_frame(i, end_of_packet);
+            return None;
+        }
+        // SAFETY: From the NAPI poll; the device is done with descriptor `i` and wrote `length`
+        // bytes, at most the buffer's size (checked above).
+        if unsafe { self.append(i, length, napi) }.is_err() {
+            done.dropped += 1;
+            self.drop_frame(i, end_of_packet);
+            return None;
+        }
+        if let Some((_, len)) = self.partial.as_mut() {
+            *len = total;
+        }
+        if end_of_packet {
+            self.partial.take().map(|(skb, _)| skb)
+        } else {
+            None
+        }
+    }
+
+    /// Appends descriptor `i`'s `length` bytes to the long frame received so far, or starts it:
+    /// a mapped buffer becomes the frame's skb or one of its page fragments and the descriptor gets
+    /// a fresh buffer; a coherent buffer's bytes are copied into an skb made for the longest frame.
+    ///
+    /// # Safety
+    ///
+    /// Called from the NAPI poll; the device is done with descriptor `i` and wrote `length`
+    /// bytes, at most the buffer's size; the frame so far and `length` fit `frames.max_len`.
+    unsafe fn append(&mut self, i: usize, length: u16, napi: Napi) -> Result {
+        if let Some(copy) = &self.copy {
+            if self.partial.is_none() {
+                // Room for `copy_piece`'s whole words past the longest frame.
+                let room = u32::from(self.frames.max_len) + 8;
+                // SAFETY: From the NAPI poll (safety requirement).
+                let skb = unsafe { napi.alloc_skb(room) }.ok_or(ENOMEM)?;
+                self.partial = Some((skb, 0));
+            }
+            let (skb, so_far) = self.partial.as_mut().ok_or(EINVAL)?;
+            // SAFETY: The skb has room for `max_len` bytes and 8 more at `data` (allocated above),
+            // and `so_far + length` is at most `max_len` (safety requirement).
+            unsafe {
+                copy.copy_piece(i, skb.data().add(usize::from(*so_far)), usize::from(length))
+            }?;
+            skb.put(u32::from(length));
+            return Ok(());
+        }
+        // SAFETY: From the NAPI poll (safety requirement).
+        let fresh = unsafe { RxBuffer::alloc_in_poll(self.frames.buffer_len()) };
+        let fresh = fresh.and_then(|buffer| self.map(buffer)).ok_or(ENOMEM)?;
+        let Slot { mapping, buffer } = self.slots[i].replace(fresh).ok_or(EINVAL)?;
+        // Unmapped: the device no longer writes it, and the CPU sees what it wrote.
+        drop(mapping);
+        match self.partial.as_mut() {
+            // SAFETY: Unmapped; `length` is at most the buffer's size (safety requirement).
+            Some((skb, _)) => unsafe { buffer.append_to(skb, u32::from(length)) }
+                // More pieces than an skb has fragments for: not with this MTU and buffer size.
+                .map_err(|_| EINVAL),
+            None => {
+                // SAFETY: Unmapped; `length` is at most the buffer's size, and this is the NAPI
+                // poll (safety requirements).
+                let skb = unsafe { buffer.into_skb(u32::from(length)) }.ok_or(ENOMEM)?;
+                self.partial = Some((skb, 0));
+                Ok(())
+            }
+        }
     }
 }

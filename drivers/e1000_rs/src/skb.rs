@@ -22,6 +22,12 @@ extern "C" {
     fn e1000_rs_skb_network_offset(skb: *mut bindings::sk_buff) -> c_uint;
     fn e1000_rs_skb_transport_offset(skb: *mut bindings::sk_buff) -> c_uint;
     fn e1000_rs_tcp_hdrlen(skb: *mut bindings::sk_buff) -> c_uint;
+    fn e1000_rs_skb_add_rx_frag(
+        skb: *mut bindings::sk_buff,
+        data: *mut c_void,
+        length: c_uint,
+        truesize: c_uint,
+    ) -> bool;
 }
 
 /// A TCP/IPv4 segmentation offload skb's headers: where they are (offsets from its data), and the
@@ -245,34 +251,58 @@ const fn skb_data_align(length: usize) -> usize {
     length.next_multiple_of(bindings::SMP_CACHE_BYTES as usize)
 }
 
+/// How long a receive buffer's frame part is: the longest frame the device passes with long packets
+/// off, as in the C driver, not the 2048 bytes of RCTL.BSIZE (a frame's skb is charged the whole
+/// fragment, its truesize, by which TCP sizes its receive window, and 2048 would make it about a
+/// quarter larger); with long packets on, all of BSIZE's 2048, which a long frame fills buffer
+/// after buffer.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RxBufferLen {
+    Standard,
+    Long,
+}
+
+impl RxBufferLen {
+    /// Bytes of frame a buffer holds.
+    pub(crate) const fn frame_len(self) -> usize {
+        match self {
+            Self::Standard => crate::regs::MAX_FRAME_LEN as usize,
+            Self::Long => crate::regs::RX_BUFFER_SIZE as usize,
+        }
+    }
+
+    /// Bytes of the page fragment: headroom, frame and the shared info `napi_build_skb` puts at
+    /// its end.
+    const fn fragment_len(self) -> usize {
+        skb_data_align(RX_HEADROOM + self.frame_len())
+            + skb_data_align(size_of::<bindings::skb_shared_info>())
+    }
+}
+
 /// A receive buffer: a page fragment with the headroom, the frame, and the `skb_shared_info` that
 /// `napi_build_skb` puts at its end. The skb is built around it only once a frame arrived, so no
 /// skb waits on the ring, and its head comes from NAPI's per-CPU cache instead of the slab.
 ///
 /// # Invariants
 ///
-/// `frame` is `RX_HEADROOM` bytes into a page fragment of [`RxBuffer::FRAGMENT_LEN`] bytes that
-/// this value owns.
+/// `frame` is `RX_HEADROOM` bytes into a page fragment of `len.fragment_len()` bytes that this
+/// value owns.
 pub(crate) struct RxBuffer {
     frame: NonNull<u8>,
+    len: RxBufferLen,
 }
 
 // SAFETY: A page fragment may be freed or handed on from any thread.
 unsafe impl Send for RxBuffer {}
 
 impl RxBuffer {
-    /// Bytes of frame a buffer holds: the longest frame the device passes, as in the C driver, not
-    /// the 2048 bytes of RCTL.BSIZE. A frame's skb is charged the whole fragment (its truesize, by
-    /// which TCP sizes its receive window), which 2048 would make about a quarter larger.
-    pub(crate) const FRAME_LEN: usize = crate::regs::MAX_FRAME_LEN as usize;
-    const FRAGMENT_LEN: usize = skb_data_align(RX_HEADROOM + Self::FRAME_LEN)
-        + skb_data_align(size_of::<bindings::skb_shared_info>());
-
     /// Allocates a buffer (`netdev_alloc_frag`), from any context.
     #[inline]
-    pub(crate) fn alloc() -> Option<Self> {
+    pub(crate) fn alloc(len: RxBufferLen) -> Option<Self> {
         // SAFETY: No preconditions; from any context.
-        Self::at(unsafe { bindings::__netdev_alloc_frag_align(Self::FRAGMENT_LEN as u32, !0) })
+        let fragment =
+            unsafe { bindings::__netdev_alloc_frag_align(len.fragment_len() as u32, !0) };
+        Self::at(fragment, len)
     }
 
     /// Allocates a buffer from NAPI's per-CPU fragment cache (`napi_alloc_frag`), which spares
@@ -282,25 +312,32 @@ impl RxBuffer {
     ///
     /// The caller is a NAPI poll: bottom halves are disabled, as the cache needs.
     #[inline]
-    pub(crate) unsafe fn alloc_in_poll() -> Option<Self> {
+    pub(crate) unsafe fn alloc_in_poll(len: RxBufferLen) -> Option<Self> {
         // SAFETY: In a NAPI poll (safety requirement).
-        Self::at(unsafe { bindings::__napi_alloc_frag_align(Self::FRAGMENT_LEN as u32, !0) })
+        let fragment = unsafe { bindings::__napi_alloc_frag_align(len.fragment_len() as u32, !0) };
+        Self::at(fragment, len)
     }
 
-    /// The buffer in a fragment of `FRAGMENT_LEN` bytes just allocated, or `None` for null.
+    /// The buffer in a fragment of `len.fragment_len()` bytes just allocated, or `None` for null.
     #[inline]
-    fn at(fragment: *mut c_void) -> Option<Self> {
+    fn at(fragment: *mut c_void, len: RxBufferLen) -> Option<Self> {
         let fragment = NonNull::new(fragment.cast::<u8>())?;
-        // SAFETY: A fragment of `FRAGMENT_LEN` bytes has room for the headroom.
+        // SAFETY: A fragment of `fragment_len()` bytes has room for the headroom.
         let frame = unsafe { fragment.add(RX_HEADROOM) };
         // INVARIANT: `frame` is `RX_HEADROOM` bytes into the fragment just allocated.
-        Some(Self { frame })
+        Some(Self { frame, len })
     }
 
-    /// Where the device writes the frame, [`RxBuffer::FRAME_LEN`] bytes.
+    /// Where the device writes the frame, [`RxBuffer::frame_len`] bytes.
     #[inline]
     pub(crate) fn frame(&self) -> *mut u8 {
         self.frame.as_ptr()
+    }
+
+    /// Bytes of frame the buffer holds.
+    #[inline]
+    pub(crate) fn frame_len(&self) -> usize {
+        self.len.frame_len()
     }
 
     /// An skb around the first `length` bytes of the frame, or `None` (the buffer freed) when no
@@ -308,25 +345,56 @@ impl RxBuffer {
     ///
     /// # Safety
     ///
-    /// `length` is at most [`RxBuffer::FRAME_LEN`], the device no longer writes the buffer, and the
-    /// caller is a NAPI poll: bottom halves are disabled, as NAPI's skb cache needs.
+    /// `length` is at most [`RxBuffer::frame_len`], the device no longer writes the buffer, and
+    /// the caller is a NAPI poll: bottom halves are disabled, as NAPI's skb cache needs.
     #[inline]
     pub(crate) unsafe fn into_skb(self, length: u32) -> Option<Skb> {
         // SAFETY: The fragment starts `RX_HEADROOM` bytes before `frame` (type invariant).
         let fragment = unsafe { self.frame.as_ptr().sub(RX_HEADROOM) };
-        // SAFETY: A page fragment of `FRAGMENT_LEN` bytes, with room for the shared info at its end
-        // (its length says so), that the device no longer writes, in a NAPI poll (safety
+        // SAFETY: A page fragment of `fragment_len()` bytes, with room for the shared info at its
+        // end (its length says so), that the device no longer writes, in a NAPI poll (safety
         // requirements).
-        let raw = unsafe { bindings::napi_build_skb(fragment.cast(), Self::FRAGMENT_LEN as u32) };
+        let raw =
+            unsafe { bindings::napi_build_skb(fragment.cast(), self.len.fragment_len() as u32) };
         let mut skb = Skb(NonNull::new(raw)?);
         // The skb owns the fragment now.
         core::mem::forget(self);
         // SAFETY: A fresh skb whose data starts at the fragment, with `RX_HEADROOM` bytes to
         // spare.
         unsafe { e1000_rs_skb_reserve(skb.0.as_ptr(), RX_HEADROOM as u32) };
-        // The device wrote `length` bytes, at most `FRAME_LEN` (safety requirement).
+        // The device wrote `length` bytes, at most `frame_len()` (safety requirement).
         skb.put(length);
         Some(skb)
+    }
+
+    /// Appends the first `length` bytes of the frame to `skb` as a page fragment (the next piece
+    /// of a frame longer than one buffer); the buffer comes back when `skb` has no fragment slot
+    /// left.
+    ///
+    /// # Safety
+    ///
+    /// `length` is at most [`RxBuffer::frame_len`], and the device no longer writes the buffer.
+    pub(crate) unsafe fn append_to(
+        self,
+        skb: &mut Skb,
+        length: u32,
+    ) -> core::result::Result<(), Self> {
+        // SAFETY: `skb` is a valid skb; `frame` and `length` lie in a page fragment the device no
+        // longer writes (type invariant, safety requirement), whose reference passes to the skb
+        // if this succeeds: freeing the skb drops it as `page_frag_free` would.
+        let added = unsafe {
+            e1000_rs_skb_add_rx_frag(
+                skb.0.as_ptr(),
+                self.frame.as_ptr().cast(),
+                length,
+                self.len.fragment_len() as c_uint,
+            )
+        };
+        if !added {
+            return Err(self);
+        }
+        core::mem::forget(self);
+        Ok(())
     }
 }
 

@@ -24,14 +24,14 @@ use crate::dma_local::{Attrs, Coherent, Direction, DmaAddress, Gfp, Mapping};
 use crate::dma_read;
 use crate::offload::Offload;
 use crate::regs;
-use crate::ring::{next, CopyBuffers, Done, RING_SIZE};
+use crate::ring::{CopyBuffers, Done, RingSize};
 use crate::skb::Skb;
 
 /// The queue is stopped when fewer descriptors than this are free, enough for the largest frame (a
 /// context, 64 KiB in 4 KiB pieces, and a piece more for each of up to 17 fragments and the linear
-/// part), and woken at [`TX_WAKE_THRESHOLD`].
+/// part), and woken at twice that, or on the smallest rings once they are empty.
 const TX_STOP_THRESHOLD: usize = 1 + 16 + 18;
-const TX_WAKE_THRESHOLD: usize = 2 * TX_STOP_THRESHOLD;
+const _: () = assert!(TX_STOP_THRESHOLD < RingSize::MIN as usize);
 /// A frame on the transmit ring, recorded at its first descriptor.
 struct TxPacket {
     skb: Skb,
@@ -72,6 +72,9 @@ pub(crate) struct TxDone {
 ///   alone stores `next_to_use`, with release ordering once the entries before it are complete.
 pub(crate) struct TxRing<'a> {
     dev: &'a Device<Bound>,
+    size: RingSize,
+    /// Free descriptors at which a stopped queue wakes.
+    wake_threshold: usize,
     desc: Coherent<'a, TxDesc>,
     // Before `packets`, so that tearing down unmaps every piece before freeing the skbs.
     mappings: KVec<UnsafeCell<Option<Mapping<'a>>>>,
@@ -99,26 +102,22 @@ struct ProducerState<'a> {
 /// Bytes one transmit descriptor carries at most (the C driver's limit for this controller).
 const MAX_DATA_PER_DESC: usize = 4096;
 
-/// Free descriptors between the producer at `next_to_use` and the consumer at `next_to_clean`; one
-/// stays unused so that a full ring differs from an empty one.
-#[inline]
-fn free_between(next_to_use: usize, next_to_clean: usize) -> usize {
-    let used = (next_to_use + RING_SIZE - next_to_clean) % RING_SIZE;
-    RING_SIZE - 1 - used
-}
-
 impl<'a> TxRing<'a> {
-    /// A transmit ring that maps frames for the device, or copies them into coherent buffers.
-    pub(crate) fn new(dev: &'a Device<Bound>, copy: bool) -> Result<Self> {
-        let mut mappings = KVec::with_capacity(RING_SIZE, GFP_KERNEL)?;
-        let mut packets = KVec::with_capacity(RING_SIZE, GFP_KERNEL)?;
-        for _ in 0..RING_SIZE {
+    /// A transmit ring of `size` descriptors that maps frames for the device, or copies them into
+    /// coherent buffers.
+    pub(crate) fn new(dev: &'a Device<Bound>, size: RingSize, copy: bool) -> Result<Self> {
+        let count = size.get();
+        let mut mappings = KVec::with_capacity(count, GFP_KERNEL)?;
+        let mut packets = KVec::with_capacity(count, GFP_KERNEL)?;
+        for _ in 0..count {
             mappings.push(UnsafeCell::new(None), GFP_KERNEL)?;
             packets.push(UnsafeCell::new(None), GFP_KERNEL)?;
         }
         Ok(Self {
             dev,
-            desc: Coherent::alloc(dev, RING_SIZE, Gfp::KERNEL)?,
+            size,
+            wake_threshold: (2 * TX_STOP_THRESHOLD).min(count - 1),
+            desc: Coherent::alloc(dev, count, Gfp::KERNEL)?,
             mappings,
             packets,
             next_to_use: AtomicUsize::new(0),
@@ -126,7 +125,7 @@ impl<'a> TxRing<'a> {
             producer: UnsafeCell::new(ProducerState {
                 context: None,
                 copy: if copy {
-                    Some(CopyBuffers::new(dev, MAX_DATA_PER_DESC)?)
+                    Some(CopyBuffers::new(dev, size, MAX_DATA_PER_DESC)?)
                 } else {
                     None
                 },
@@ -137,6 +136,19 @@ impl<'a> TxRing<'a> {
     /// Base address and length in bytes, for TDBAL/TDBAH/TDLEN.
     pub(crate) fn base(&self) -> (DmaAddress, usize) {
         (self.desc.dma_handle(), self.desc.size())
+    }
+
+    /// Free descriptors between the producer at `next_to_use` and the consumer at
+    /// `next_to_clean`; one stays unused so that a full ring differs from an empty one.
+    #[inline]
+    fn free_between(&self, next_to_use: usize, next_to_clean: usize) -> usize {
+        let count = self.size.get();
+        let used = if next_to_use >= next_to_clean {
+            next_to_use - next_to_clean
+        } else {
+            next_to_use + count - next_to_clean
+        };
+        count - 1 - used
     }
 
     /// The producer end.
@@ -180,7 +192,8 @@ pub(crate) struct TxProducer<'r, 'a> {
 impl<'a> TxProducer<'_, 'a> {
     #[inline]
     fn free(&self) -> usize {
-        free_between(self.next_to_use, self.ring.next_to_clean.load(Acquire))
+        self.ring
+            .free_between(self.next_to_use, self.ring.next_to_clean.load(Acquire))
     }
 
     /// Writes descriptor `i`, which the producer owns.
@@ -237,7 +250,7 @@ impl<'a> TxProducer<'_, 'a> {
                 return Ok(false);
             }
             self.state.context = hardware_context;
-            i = next(i);
+            i = self.ring.size.next(i);
         }
 
         let mut descs_left = data_descs;
@@ -288,7 +301,7 @@ impl<'a> TxProducer<'_, 'a> {
                     return self.unwind(start, i);
                 }
                 last = i;
-                i = next(i);
+                i = self.ring.size.next(i);
                 offset += chunk;
             }
             self.set_mapping(first, mapping);
@@ -316,7 +329,7 @@ impl<'a> TxProducer<'_, 'a> {
         let mut i = start;
         while i != end {
             self.set_mapping(i, None);
-            i = next(i);
+            i = self.ring.size.next(i);
         }
         // A context descriptor among them was never sent.
         self.state.context = None;
@@ -337,7 +350,7 @@ impl<'a> TxProducer<'_, 'a> {
 
     /// Whether a queue stopped for lack of room may run again.
     pub(crate) fn has_room(&self) -> bool {
-        self.free() >= TX_WAKE_THRESHOLD
+        self.free() >= self.ring.wake_threshold
     }
 }
 
@@ -377,7 +390,7 @@ impl TxConsumer<'_, '_> {
                 if i == last {
                     break;
                 }
-                i = next(i);
+                i = self.ring.size.next(i);
             }
             if let Some(TxPacket { skb, len, wire, .. }) = packet.take() {
                 skb.consume(budget);
@@ -386,7 +399,7 @@ impl TxConsumer<'_, '_> {
                 done.wire.packets += wire.packets;
                 done.wire.bytes += wire.bytes;
             }
-            self.next_to_clean = next(last);
+            self.next_to_clean = ring.size.next(last);
         }
         // Gives the freed descriptors back to the producer, after everything above.
         ring.next_to_clean.store(self.next_to_clean, Release);
@@ -395,7 +408,8 @@ impl TxConsumer<'_, '_> {
 
     /// Whether a queue stopped for lack of room may run again.
     pub(crate) fn has_room(&self) -> bool {
-        free_between(self.ring.next_to_use.load(Acquire), self.next_to_clean) >= TX_WAKE_THRESHOLD
+        let ring = self.ring;
+        ring.free_between(ring.next_to_use.load(Acquire), self.next_to_clean) >= ring.wake_threshold
     }
 
     /// Whether the ring holds no frame, sent or not, that is left to free. A frame queued

@@ -1,0 +1,134 @@
+# shellcheck shell=sh
+# The DUT runs e1000_rs; every check drives it with Debian's ethtool and iproute2 (/bin/ip), and the
+# peer (the C e1000) answers and reports what its driver says to the same commands.
+check load insmod /modules/e1000_rs.ko
+check interface wait_for 10 test -d /sys/class/net/eth0
+up $DUT $DUT6
+check carrier-up wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+check ping-peer wait_for 60 ping -c 1 -W 1 $PEER
+
+# ethtool -i: the driver, the running kernel's release, the PCI function.
+pci=$(basename "$(readlink /sys/class/net/eth0/device)")
+ethtool -i eth0 >/tmp/drvinfo
+check drvinfo-driver grep -qx 'driver: e1000_rs' /tmp/drvinfo
+check drvinfo-version grep -qx "version: $(uname -r)" /tmp/drvinfo
+check drvinfo-bus-info grep -qx "bus-info: $pci" /tmp/drvinfo
+check drvinfo-statistics grep -qx 'supports-statistics: yes' /tmp/drvinfo
+
+# ethtool DEV and -g, compared with the peer's C driver by the host.
+diag "link_settings=$(link_settings)"
+diag "rings=$(oneline ethtool -g eth0)"
+diag "stat_names=$(stat_names)"
+
+# ethtool -S against the wire: the peer sends 50 broadcast frames of 100 bytes, which the statistics
+# registers count (with what else arrives meanwhile: an ARP request or two).
+rx_broadcast=$(hw_stat rx_broadcast)
+rx_packets=$(hw_stat rx_packets)
+echo go | netpipe send $PEER 6001
+check broadcasts-sent sh -c 'timeout 120 netpipe recv 6002 | grep -q sent'
+diag "rx_broadcast_delta=$(($(hw_stat rx_broadcast) - rx_broadcast))"
+diag "rx_packets_delta=$(($(hw_stat rx_packets) - rx_packets))"
+# ... and the DUT sends 40, which its registers and the peer's C driver count.
+timeout 120 netpipe recv 6003 >/dev/null
+tx_broadcast=$(hw_stat tx_broadcast)
+check send-broadcasts rawframes eth0 ff:ff:ff:ff:ff:ff 0x88b5 100 40
+diag "tx_broadcast_delta=$(($(hw_stat tx_broadcast) - tx_broadcast))"
+echo sent | netpipe send $PEER 6004
+# Hardware and driver count the same frames: 20 pings' requests and replies, whatever else.
+sent_hw=$(hw_stat tx_packets)
+sent_driver=$(stat tx_packets)
+check stats-ping ping -c 20 -i 0.05 -W 2 $PEER
+diag "tx_packets_hw_delta=$(($(hw_stat tx_packets) - sent_hw))"
+diag "tx_packets_driver_delta=$(($(stat tx_packets) - sent_driver))"
+
+# ethtool -K: a transfer each way, checksummed, with each offload off in turn and with all on.
+dd if=/dev/urandom of=/tmp/out bs=1M count=4 2>/dev/null
+diag "dut_sent_sha=$(sha256sum </tmp/out | cut -d' ' -f1)"
+port=6100
+for off in $FEATURE_STATES; do
+    [ "$off" = all ] || check "feature-$off-off" ethtool -K eth0 "$off" off
+    state=$(ethtool -k eth0 | grep -E '^(rx-checksumming|tx-checksumming|scatter-gather|tcp-segmentation-offload):' | tr -s ' \t' ' ' | tr '\n' '|')
+    diag "features_$off=$state"
+    check "send-$off" netpipe send $PEER $port </tmp/out
+    diag "dut_received_sha_$off=$(sha_of_received $((port + 1)))"
+    [ "$off" = all ] || check "feature-$off-on" ethtool -K eth0 "$off" on
+    port=$((port + 2))
+done
+
+# ethtool -r restarts the link, as the C driver's reset does, and traffic goes on.
+check restart-autoneg ethtool -r eth0
+check carrier-after-restart wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+check ping-after-restart wait_for 30 ping -c 1 -W 1 $PEER
+
+# ethtool -G while a transfer runs each way; the peer checks what arrived.
+dd if=/dev/urandom of=/tmp/out bs=1M count=16 2>/dev/null
+diag "dut_sent_sha_16=$(sha256sum </tmp/out | cut -d' ' -f1)"
+(sha_of_received 6201 >/tmp/recv.sha) &
+receiver=$!
+(netpipe send $PEER 6200 </tmp/out; echo $? >/tmp/send.rc) &
+sender=$!
+sleep 1
+check resize-rings-under-traffic ethtool -G eth0 rx 512 tx 128
+sleep 1
+check resize-rings-again ethtool -G eth0 rx 1024 tx 64
+wait $sender
+check resized-send-finished grep -qx 0 /tmp/send.rc
+wait $receiver
+diag "dut_received_sha_16=$(cat /tmp/recv.sha)"
+diag "rings_resized=$(oneline ethtool -g eth0)"
+# Out of range: rounded and raised as the C driver does, and refused above the most.
+check resize-rounded ethtool -G eth0 rx 100 tx 10
+diag "rings_rounded=$(oneline ethtool -g eth0)"
+diag "rings_too_large=$(answer ethtool -G eth0 rx 5000)"
+diag "rings_after_refusal=$(oneline ethtool -g eth0)"
+check resize-default ethtool -G eth0 rx 256 tx 256
+check ping-after-resize wait_for 30 ping -c 1 -W 1 $PEER
+
+# MTU: jumbo frames each way at 9000, live changes under traffic, and what no MTU may be.
+timeout 120 netpipe recv 6300 >/dev/null
+check mtu-9000 /bin/ip link set eth0 mtu 9000
+check ping-jumbo wait_for 30 ping -c 3 -s 8000 -W 2 $PEER
+rx_packets=$(hw_stat rx_packets)
+rx_bytes=$(hw_stat rx_bytes)
+check send-jumbo netpipe send $PEER 6301 </tmp/out
+diag "dut_received_sha_jumbo=$(sha_of_received 6302)"
+diag "rx_bytes_per_packet_jumbo=$((($(hw_stat rx_bytes) - rx_bytes) / ($(hw_stat rx_packets) - rx_packets)))"
+# Frames longer than the MTU's are dropped and counted, as at 1500.
+length_errors=$(stat rx_length_errors)
+echo go | netpipe send $PEER 6303
+check oversize-sent sh -c 'timeout 120 netpipe recv 6304 | grep -q sent'
+diag "rx_length_errors_jumbo=$(($(stat rx_length_errors) - length_errors))"
+check ping-after-oversize ping -c 3 -W 2 $PEER
+# The MTU changed back and forth while the DUT sends.
+(netpipe send $PEER 6305 </tmp/out; echo $? >/tmp/send.rc) &
+sender=$!
+for mtu in 1500 9000 4000 1500; do
+    sleep 1
+    check "mtu-$mtu-under-traffic" /bin/ip link set eth0 mtu $mtu
+done
+wait $sender
+check mtu-changes-send-finished grep -qx 0 /tmp/send.rc
+# No MTU beyond the bounds; nothing changes.
+diag "mtu_too_large=$(answer /bin/ip link set eth0 mtu 20000)"
+diag "mtu_too_small=$(answer /bin/ip link set eth0 mtu 40)"
+check mtu-unchanged grep -qx 1500 /sys/class/net/eth0/mtu
+check ping-at-1500 wait_for 30 ping -c 1 -W 1 $PEER
+
+# A transmitter that stops behind the driver's back (TCTL.EN cleared through the BAR) fills the
+# ring; the stack's watchdog calls ndo_tx_timeout and the driver's reset brings it back.
+bar=/sys/bus/pci/devices/$pci/resource0
+tctl=$(mmio "$bar" 0x400)
+ping -i 0.02 -c 1000 -W 1 $PEER >/dev/null 2>&1 &
+pinger=$!
+sleep 1
+check stop-transmitter mmio "$bar" 0x400 $((tctl & ~2))
+check tx-timeout-logged wait_for 30 sh -c 'dmesg | grep -q "transmit timed out"'
+check reset-logged wait_for 30 sh -c 'dmesg | grep -q "resetting the adapter"'
+check transmitter-enabled-again sh -c "test \$((\$(mmio $bar 0x400) & 2)) = 2"
+check ping-after-reset wait_for 30 ping -c 1 -W 1 $PEER
+kill $pinger 2>/dev/null
+wait $pinger 2>/dev/null
+diag "tx_timeout_count=$(hw_stat tx_timeout_count)"
+
+echo finished | netpipe send $PEER 6400
+check unload rmmod e1000_rs

@@ -1,0 +1,62 @@
+# shellcheck shell=sh
+# The peer runs the C e1000: the other end of every transfer, and what its driver answers to the
+# same ethtool and ip commands.
+check load-e1000 insmod /modules/e1000.ko
+up $PEER $PEER6
+check peer-carrier-up wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+check ping-dut wait_for 60 ping -c 1 -W 1 $DUT
+diag "link_settings=$(link_settings)"
+diag "rings=$(oneline ethtool -g eth0)"
+diag "stat_names=$(stat_names)"
+
+timeout 300 netpipe recv 6001 >/dev/null
+check send-broadcasts rawframes eth0 ff:ff:ff:ff:ff:ff 0x88b5 100 50
+echo sent | netpipe send $DUT 6002
+rx_broadcast=$(hw_stat rx_broadcast)
+echo go | netpipe send $DUT 6003
+check dut-broadcasts-sent sh -c 'timeout 120 netpipe recv 6004 | grep -q sent'
+diag "peer_rx_broadcast_delta=$(($(hw_stat rx_broadcast) - rx_broadcast))"
+
+dd if=/dev/urandom of=/tmp/out bs=1M count=4 2>/dev/null
+diag "peer_sent_sha=$(sha256sum </tmp/out | cut -d' ' -f1)"
+port=6100
+for off in $FEATURE_STATES; do
+    diag "peer_received_sha_$off=$(sha_of_received $port)"
+    check "send-$off" netpipe send $DUT $((port + 1)) </tmp/out
+    port=$((port + 2))
+done
+
+dd if=/dev/urandom of=/tmp/out bs=1M count=16 2>/dev/null
+diag "peer_sent_sha_16=$(sha256sum </tmp/out | cut -d' ' -f1)"
+(sha_of_received 6200 >/tmp/recv.sha) &
+receiver=$!
+sleep 1
+check send-during-resize netpipe send $DUT 6201 </tmp/out
+wait $receiver
+diag "peer_received_sha_16=$(cat /tmp/recv.sha)"
+# The same out-of-range ring sizes, for the host to compare.
+check resize-rounded ethtool -G eth0 rx 100 tx 10
+diag "rings_rounded=$(oneline ethtool -g eth0)"
+diag "rings_too_large=$(answer ethtool -G eth0 rx 5000)"
+diag "rings_after_refusal=$(oneline ethtool -g eth0)"
+check resize-default ethtool -G eth0 rx 256 tx 256
+check carrier-after-resize wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+
+check mtu-9000 /bin/ip link set eth0 mtu 9000
+check carrier-at-9000 wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+echo go | netpipe send $DUT 6300
+diag "peer_received_sha_jumbo=$(sha_of_received 6301)"
+check send-jumbo netpipe send $DUT 6302 </tmp/out
+timeout 300 netpipe recv 6303 >/dev/null
+dut_mac=$(ip neigh show $DUT | awk '{print $5}')
+check mtu-9200 /bin/ip link set eth0 mtu 9200
+wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+check send-oversize rawframes eth0 "$dut_mac" 0x88b5 9100 10
+check mtu-9000-again /bin/ip link set eth0 mtu 9000
+wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+echo sent | netpipe send $DUT 6304
+diag "peer_received_sha_mtu_changes=$(sha_of_received 6305)"
+diag "mtu_too_large=$(answer /bin/ip link set eth0 mtu 20000)"
+diag "mtu_too_small=$(answer /bin/ip link set eth0 mtu 40)"
+
+check dut-finished sh -c 'timeout 600 netpipe recv 6400 | grep -q finished'

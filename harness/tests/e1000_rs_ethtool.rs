@@ -1,0 +1,197 @@
+//! e1000_rs as users' tools see it, against the C e1000 on the other end of a UDP socket link on
+//! 127.0.0.1: Debian's ethtool (`-i`, link settings, `-g`/`-G`, `-S`, `-k`/`-K`, `-r`) and
+//! iproute2's `ip` (MTU and jumbo frames), then a transmit hang that the watchdog's reset cures.
+//! Wherever both drivers answer the same command, the host compares their answers.
+
+use harness::{Scenario, SocketLink, Vm};
+
+const E1000_C: &str = "drivers/net/ethernet/intel/e1000/e1000.ko";
+const COMMON: &str = concat!(
+    include_str!("../guest/scenarios/e1000_rs/common.sh"),
+    include_str!("../guest/scenarios/e1000_rs_ethtool/common.sh")
+);
+const DUT_SCRIPT: &str = include_str!("../guest/scenarios/e1000_rs_ethtool/dut.sh");
+const PEER_SCRIPT: &str = include_str!("../guest/scenarios/e1000_rs_ethtool/peer.sh");
+
+/// A VM with Debian's ethtool and iproute2 beside busybox.
+fn vm(name: &str, script: &str) -> Vm {
+    Vm::new(name)
+        .memory_mib(768)
+        .bios_irq_routing()
+        .host_program("/usr/sbin/ethtool")
+        .host_program("/usr/sbin/ip")
+        .tool("netpipe")
+        .tool("rawframes")
+        .script(&format!("{COMMON}{script}"))
+        .timeout(std::time::Duration::from_secs(900))
+}
+
+#[test]
+fn e1000_rs_ethtool_mtu_and_reset_against_the_c_e1000() {
+    let link = SocketLink::new().expect("a free port");
+    let dut = vm("dut", DUT_SCRIPT)
+        .module("drivers/e1000_rs")
+        .tool("mmio")
+        .nic("e1000", link.end_a());
+    let peer = vm("peer", PEER_SCRIPT)
+        .kernel_module(E1000_C)
+        .nic("e1000", link.end_b());
+    let outcome = Scenario::new("e1000-rs-ethtool")
+        .vm(dut)
+        .vm(peer)
+        .run()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (dut, peer) = (outcome.vm("dut"), outcome.vm("peer"));
+    let count = |vm: &harness::VmOutcome, key: &str| -> u64 {
+        let value = vm.diagnostic(key);
+        value
+            .parse()
+            .unwrap_or_else(|e| panic!("{key}={value:?}: {e}"))
+    };
+
+    // What both drivers answer alike.
+    for key in [
+        "link_settings",
+        "rings",
+        "rings_rounded",
+        "rings_too_large",
+        "rings_after_refusal",
+        "mtu_too_large",
+        "mtu_too_small",
+    ] {
+        assert_eq!(
+            dut.diagnostic(key),
+            peer.diagnostic(key),
+            "{key}: e1000_rs / C e1000"
+        );
+    }
+    assert!(
+        dut.diagnostic("link_settings")
+            .contains("Speed: 1000Mb/s| Duplex: Full|"),
+        "the link as STATUS reports it: {}",
+        dut.diagnostic("link_settings")
+    );
+    assert!(
+        dut.diagnostic("rings_rounded").contains("RX: 104|")
+            && !dut.diagnostic("rings_too_large").ends_with(" rc=0")
+            && !dut.diagnostic("mtu_too_large").ends_with(" rc=0")
+            && !dut.diagnostic("mtu_too_small").ends_with(" rc=0"),
+        "rounded and refused ring sizes and MTUs: {} / {} / {} / {}",
+        dut.diagnostic("rings_rounded"),
+        dut.diagnostic("rings_too_large"),
+        dut.diagnostic("mtu_too_large"),
+        dut.diagnostic("mtu_too_small")
+    );
+    assert!(
+        dut.diagnostic("rings_resized").contains("RX: 1024|")
+            && dut.diagnostic("rings_resized").contains("TX: 64|"),
+        "ethtool -G under traffic took: {}",
+        dut.diagnostic("rings_resized")
+    );
+    let c_names: Vec<&str> = peer.diagnostic("stat_names").split_whitespace().collect();
+    let rs_names: Vec<&str> = dut.diagnostic("stat_names").split_whitespace().collect();
+    assert!(rs_names.len() >= 20, "ethtool -S names: {rs_names:?}");
+    for name in &rs_names {
+        assert!(c_names.contains(name), "{name} is not a C e1000 statistic");
+    }
+
+    // ethtool -S against the wire: the statistics registers count the peer's 50 broadcasts, and
+    // the C driver the DUT's 40, give or take an ARP request or two.
+    for (vm, key, frames) in [
+        (dut, "rx_broadcast_delta", 50),
+        (dut, "tx_broadcast_delta", 40),
+        (peer, "peer_rx_broadcast_delta", 40),
+    ] {
+        let counted = count(vm, key);
+        assert!(
+            (frames..=frames + 4).contains(&counted),
+            "{key}: {counted} for {frames} broadcasts"
+        );
+    }
+    assert!(
+        count(dut, "rx_packets_delta") >= 50,
+        "rx_packets counts the broadcasts"
+    );
+    // The device's count of what it sent and the driver's own, over 20 pings (and what else
+    // crossed meanwhile: a neighbour message may fall between the two reads).
+    let (hw, driver) = (
+        count(dut, "tx_packets_hw_delta"),
+        count(dut, "tx_packets_driver_delta"),
+    );
+    assert!(
+        hw >= 20 && hw.abs_diff(driver) <= 2,
+        "tx_packets: hardware {hw}, driver {driver}"
+    );
+
+    // ethtool -K: every state shown as asked, and both transfers intact in it.
+    for off in ["all", "rx", "tx", "sg", "tso"] {
+        let features = dut.diagnostic(&format!("features_{off}"));
+        let expect_off = match off {
+            "rx" => "rx-checksumming: off",
+            "tx" => "tx-checksumming: off",
+            "sg" => "scatter-gather: off",
+            "tso" => "tcp-segmentation-offload: off",
+            _ => "",
+        };
+        // Turning checksums or scatter-gather off turns segmentation off too (the stack's rule).
+        let shown = if off == "all" {
+            features.matches(": on").count() == 4
+        } else {
+            features.contains(expect_off)
+        };
+        assert!(shown, "features with {off} off: {features}");
+        assert_eq!(
+            peer.diagnostic(&format!("peer_received_sha_{off}")),
+            dut.diagnostic("dut_sent_sha"),
+            "DUT -> peer with {off} off"
+        );
+        assert_eq!(
+            dut.diagnostic(&format!("dut_received_sha_{off}")),
+            peer.diagnostic("peer_sent_sha"),
+            "peer -> DUT with {off} off"
+        );
+    }
+
+    // Transfers through ring resizes, at MTU 9000 and through MTU changes.
+    let dut_sent = dut.diagnostic("dut_sent_sha_16");
+    let peer_sent = peer.diagnostic("peer_sent_sha_16");
+    assert_eq!(
+        peer.diagnostic("peer_received_sha_16"),
+        dut_sent,
+        "DUT -> peer while resizing"
+    );
+    assert_eq!(
+        dut.diagnostic("dut_received_sha_16"),
+        peer_sent,
+        "peer -> DUT while resizing"
+    );
+    assert_eq!(
+        peer.diagnostic("peer_received_sha_jumbo"),
+        dut_sent,
+        "DUT -> peer at MTU 9000"
+    );
+    assert_eq!(
+        dut.diagnostic("dut_received_sha_jumbo"),
+        peer_sent,
+        "peer -> DUT at MTU 9000"
+    );
+    assert_eq!(
+        peer.diagnostic("peer_received_sha_mtu_changes"),
+        dut_sent,
+        "DUT -> peer through MTU changes"
+    );
+    assert!(
+        count(dut, "rx_bytes_per_packet_jumbo") > 3000,
+        "jumbo frames arrived: {} bytes a frame",
+        count(dut, "rx_bytes_per_packet_jumbo")
+    );
+    assert_eq!(
+        count(dut, "rx_length_errors_jumbo"),
+        10,
+        "frames longer than MTU 9000's dropped and counted"
+    );
+    assert!(
+        count(dut, "tx_timeout_count") >= 1,
+        "the watchdog's timeout counted"
+    );
+}
