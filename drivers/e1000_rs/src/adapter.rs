@@ -20,7 +20,9 @@ use crate::compat::{self, irqreturn, smp_mb, Full};
 use crate::dma_local::{self, Mask};
 use crate::ethtool::{link_mode, Ethtool, LinkSettings, RingSizes};
 use crate::hw::{self, Bar0, HwStats, ReceiveFilter};
-use crate::netdev::{self, HwAddrs, Interface, MacAddress, Napi, NetDev, RxMode, Stats};
+use crate::netdev::{
+    self, FeatureSet, HwAddrs, Interface, MacAddress, Napi, NetDev, RxMode, Stats,
+};
 use crate::offload;
 use crate::regs;
 use crate::ring::RingSize;
@@ -92,6 +94,8 @@ struct Settings {
     tx_ring: RingSize,
     frames: RxFrames,
     filter: ReceiveFilter,
+    /// 802.1Q tags stripped and inserted by the MAC (CTRL.VME).
+    vlan_tags: bool,
 }
 
 /// A bound 82540EM.
@@ -197,6 +201,7 @@ impl<'bound> E1000<'bound> {
                     tx_ring: RingSize::DEFAULT,
                     frames: RxFrames::default(),
                     filter: ReceiveFilter::default(),
+                    vlan_tags: offload::FEATURES.vlan,
                 },
                 "e1000_rs:settings"
             ),
@@ -341,7 +346,7 @@ impl Interface for E1000<'_> {
 
     fn set_rx_mode(&self, mode: RxMode, addresses: HwAddrs<'_>, groups: HwAddrs<'_>) {
         let mut settings = self.settings.lock();
-        settings.filter = ReceiveFilter::new(mode, addresses, groups);
+        settings.filter = settings.filter.with_addresses(mode, addresses, groups);
         // While the interface is open (both under the RTNL lock): `open` writes the filter.
         if self.running.load(Ordering::Acquire) {
             hw::set_receive_filter(&self.bar, &settings.filter, settings.frames.long());
@@ -359,6 +364,34 @@ impl Interface for E1000<'_> {
         let frames = RxFrames::for_mtu(mtu).ok_or(EINVAL)?;
         self.rebuild(|settings| settings.frames = frames)?;
         self.netdev.set_mtu(mtu);
+        Ok(())
+    }
+
+    /// Tag insertion follows tag stripping: CTRL.VME turns both on or off, as in the C driver.
+    fn fix_features(&self, features: FeatureSet) -> FeatureSet {
+        features.with_vlan_insertion(features.vlan_stripping())
+    }
+
+    /// Of the features the stack toggles, only VLAN tagging is the hardware's to change
+    /// (CTRL.VME); the others are read where they apply.
+    fn set_features(&self, features: FeatureSet) -> Result {
+        let mut settings = self.settings.lock();
+        settings.vlan_tags = features.vlan_stripping();
+        if self.running.load(Ordering::Acquire) {
+            hw::set_vlan_stripping(&self.bar, settings.vlan_tags);
+        }
+        Ok(())
+    }
+
+    fn set_vlan(&self, vid: u16, pass: bool) -> Result {
+        if vid >= 4096 {
+            return Err(EINVAL);
+        }
+        let mut settings = self.settings.lock();
+        let (index, _) = settings.filter.set_vlan(vid, pass);
+        if self.running.load(Ordering::Acquire) {
+            hw::set_vlan_filter(&self.bar, &settings.filter, index, settings.frames.long());
+        }
         Ok(())
     }
 
@@ -443,6 +476,39 @@ impl Interface for E1000<'_> {
 }
 
 impl<'bound> E1000<'bound> {
+    /// The PCI device.
+    pub(crate) fn device(&self) -> &'bound pci::Device<Bound> {
+        self.pdev
+    }
+
+    /// System sleep or shutdown: the interface leaves the stack's hands (`netif_device_detach`)
+    /// and, if it is up, goes down as for a close: no interrupt, no DMA, the controller reset.
+    pub(crate) fn suspend(&self) {
+        self.netdev.with_rtnl(|| {
+            self.netdev.detach();
+            if self.running.load(Ordering::Acquire) {
+                self.down();
+            }
+        });
+        // A reset asked for before finds the interface down.
+        self.reset_work.cancel_sync();
+    }
+
+    /// Back from system sleep: the controller reset and, if the interface is up, the rings and the
+    /// receive filter as before; then the stack has it again.
+    pub(crate) fn resume(&self) -> Result {
+        self.netdev.with_rtnl(|| {
+            hw::reset(&self.bar);
+            let result = if self.netdev.is_up() {
+                self.open()
+            } else {
+                Ok(())
+            };
+            self.netdev.attach();
+            result
+        })
+    }
+
     /// Allocates the rings `settings` describe.
     fn alloc_rings(&self, settings: &Settings) -> Result<(TxRing<'bound>, RxRing<'bound>)> {
         let dev = self.pdev.as_ref();
@@ -484,6 +550,7 @@ impl<'bound> E1000<'bound> {
         // SAFETY: Neither `xmit` nor `poll` runs: the queue has not started and NAPI is disabled.
         unsafe { self.rings.set(Some((tx, rx))) };
         hw::start(bar, rx_tail, &settings.filter, settings.frames.long());
+        hw::set_vlan_stripping(bar, settings.vlan_tags);
         self.netdev.reset_queue();
         // What the last poll before `stop` left: interrupts are enabled below, and no poll runs.
         self.masks_undone

@@ -119,12 +119,14 @@ const DTYP_DATA: u32 = 1;
 const LENGTH_MASK: u32 = (1 << 20) - 1;
 
 impl LegacyTxDesc {
-    /// `length` bytes at `buffer_addr`, with the command bits `cmd`.
-    pub(crate) fn new(buffer_addr: u64, length: u16, cmd: u8) -> Self {
+    /// `length` bytes at `buffer_addr`, with the command bits `cmd` and, with VLE, the 802.1Q tag
+    /// `special` to insert.
+    pub(crate) fn new(buffer_addr: u64, length: u16, cmd: u8, special: u16) -> Self {
         Self {
             buffer_addr: Le64::new(buffer_addr),
             length: Le16::new(length),
             cmd,
+            special: Le16::new(special),
             ..Default::default()
         }
     }
@@ -185,9 +187,9 @@ impl ContextDesc {
 }
 
 impl DataDesc {
-    /// `length` bytes at `buffer_addr`, with the command bits `dcmd` (DEXT added) and the
-    /// checksum options `popts`.
-    pub(crate) fn new(buffer_addr: u64, length: u16, dcmd: u8, popts: u8) -> Self {
+    /// `length` bytes at `buffer_addr`, with the command bits `dcmd` (DEXT added), the checksum
+    /// options `popts` and, with VLE, the 802.1Q tag `special` to insert.
+    pub(crate) fn new(buffer_addr: u64, length: u16, dcmd: u8, popts: u8, special: u16) -> Self {
         let dcmd = dcmd | regs::TX_CMD_DEXT;
         Self {
             buffer_addr: Le64::new(buffer_addr),
@@ -195,6 +197,7 @@ impl DataDesc {
                 u32::from(length) & LENGTH_MASK | DTYP_DATA << 20 | u32::from(dcmd) << 24,
             ),
             popts,
+            special: Le16::new(special),
             ..Default::default()
         }
     }

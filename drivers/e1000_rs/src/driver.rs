@@ -17,6 +17,7 @@ mod ethtool;
 mod hw;
 mod netdev;
 mod offload;
+mod pm;
 mod regs;
 mod ring;
 mod rings;
@@ -37,7 +38,9 @@ use adapter::E1000;
 #[rustfmt::skip]
 macro_rules! declare_module {
     ($flag:ident, $off:tt) => {
-        kernel::module_pci_driver! {
+        // The PCI driver with sleep and shutdown callbacks (`pm.rs`).
+        kernel::module_driver! {
+            <T>, pm::Adapter<T>, {
             type: E1000Driver,
             name: "e1000_rs",
             authors: ["rust-dma-drivers"],
@@ -55,7 +58,7 @@ macro_rules! declare_module {
                         instead of mapping the socket buffers (default)",
                 },
             },
-        }
+        }}
     };
 }
 #[cfg(not(kernel_before_7_3))]
@@ -84,5 +87,21 @@ impl pci::Driver for E1000Driver {
         // Shared once built: registering may call back into the adapter (`ndo_get_stats64`), as
         // may the shared IRQ's handler.
         E1000::new(pdev).pin_chain(|e1000| e1000.into_ref().get_ref().register())
+    }
+}
+
+impl pm::PowerManaged for E1000Driver {
+    fn suspend(e1000: &E1000<'_>) -> Result {
+        e1000.suspend();
+        Ok(())
+    }
+
+    fn resume(e1000: &E1000<'_>) -> Result {
+        e1000.resume()
+    }
+
+    fn shutdown(e1000: &E1000<'_>) {
+        e1000.suspend();
+        dev_info!(e1000.device(), "shut down\n");
     }
 }

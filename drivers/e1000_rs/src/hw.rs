@@ -198,6 +198,10 @@ pub(crate) fn start(bar: &Bar0<'_>, rx_tail: usize, filter: &ReceiveFilter, long
         write_receive_address(bar, entry, Some(address));
     }
     write_multicast_table(bar, &filter.table);
+    bar.write32(regs::VET_8021Q, regs::VET);
+    for (i, bits) in filter.vlans.iter().enumerate() {
+        bar.write32(*bits, regs::VFTA + 4 * i);
+    }
     bar.write32(filter.rctl(long_packets), regs::RCTL);
     bar.write32(
         regs::TCTL_EN | regs::TCTL_PSP | regs::TCTL_CT_DEFAULT | regs::TCTL_COLD_FULL_DUPLEX,
@@ -246,9 +250,10 @@ pub(crate) fn program_mac_address(bar: &Bar0<'_>, mac: &MacAddress) {
 }
 
 /// The receive filter as the stack last set it: the mode, the secondary unicast addresses in the
-/// receive address entries after the station's own (unicast promiscuous if they do not fit), and
-/// the multicast groups hashed into the Multicast Table Array, as the C driver does. The driver
-/// keeps it to write it again after a reset it makes while the interface is up.
+/// receive address entries after the station's own (unicast promiscuous if they do not fit), the
+/// multicast groups hashed into the Multicast Table Array, and the VLAN IDs of the VLAN Filter
+/// Table Array, as the C driver does. The driver keeps it to write it again after a reset it makes
+/// while the interface is up.
 #[derive(Clone)]
 pub(crate) struct ReceiveFilter {
     mode: RxMode,
@@ -258,6 +263,8 @@ pub(crate) struct ReceiveFilter {
     /// More secondary addresses than entries.
     all_unicast: bool,
     table: [u32; regs::MTA_ENTRIES],
+    /// A bit per VLAN ID the interface has, as the VFTA holds them.
+    vlans: [u32; regs::VFTA_ENTRIES],
 }
 
 impl Default for ReceiveFilter {
@@ -269,19 +276,23 @@ impl Default for ReceiveFilter {
             unicast_entries: 0,
             all_unicast: false,
             table: [0; regs::MTA_ENTRIES],
+            vlans: [0; regs::VFTA_ENTRIES],
         }
     }
 }
 
 impl ReceiveFilter {
-    /// The filter for `mode`, the secondary unicast `addresses` and the multicast `groups`.
-    pub(crate) fn new(
+    /// The filter for `mode`, the secondary unicast `addresses` and the multicast `groups`, with
+    /// this one's VLAN IDs.
+    pub(crate) fn with_addresses(
+        &self,
         mode: RxMode,
         mut addresses: impl Iterator<Item = MacAddress>,
         groups: impl Iterator<Item = MacAddress>,
     ) -> Self {
         let mut filter = Self {
             mode,
+            vlans: self.vlans,
             ..Self::default()
         };
         for (slot, address) in filter.addresses.iter_mut().zip(&mut addresses) {
@@ -295,6 +306,24 @@ impl ReceiveFilter {
             filter.table[bit / 32] |= 1 << (bit % 32);
         }
         filter
+    }
+
+    /// Passes frames tagged with VLAN `vid` (below 4096), or no longer; returns the VFTA register
+    /// that changed and its new bits.
+    pub(crate) fn set_vlan(&mut self, vid: u16, pass: bool) -> (usize, u32) {
+        let (index, bit) = (usize::from(vid >> 5) % regs::VFTA_ENTRIES, 1 << (vid & 31));
+        if pass {
+            self.vlans[index] |= bit;
+        } else {
+            self.vlans[index] &= !bit;
+        }
+        (index, self.vlans[index])
+    }
+
+    /// Whether tagged frames are filtered: some VLAN ID is set, and the interface is not
+    /// promiscuous (as in the C driver).
+    fn vlan_filtering(&self) -> bool {
+        !self.mode.promiscuous && self.vlans.iter().any(|bits| *bits != 0)
     }
 
     /// The secondary unicast addresses, for entries 1 onwards.
@@ -317,6 +346,9 @@ impl ReceiveFilter {
         if self.mode.promiscuous || self.mode.all_multicast {
             rctl |= regs::RCTL_MPE;
         }
+        if self.vlan_filtering() {
+            rctl |= regs::RCTL_VFE;
+        }
         rctl
     }
 }
@@ -333,9 +365,40 @@ pub(crate) fn set_receive_filter(bar: &Bar0<'_>, filter: &ReceiveFilter, long_pa
     }
     clear_receive_addresses(bar, 1 + addresses.len());
     write_multicast_table(bar, &filter.table);
+    update_rctl(bar, filter, long_packets);
+}
+
+/// Writes VFTA register `index` of `filter` to a running receiver, and RCTL if VLAN filtering
+/// turned on or off.
+pub(crate) fn set_vlan_filter(bar: &Bar0<'_>, filter: &ReceiveFilter, index: usize, long_packets: bool) {
+    if let Some(bits) = filter.vlans.get(index) {
+        // In range: `index` is below `VFTA_ENTRIES`, whose registers lie in BAR 0 (asserted).
+        let _ = bar.try_write32(*bits, regs::VFTA + 4 * index);
+    }
+    update_rctl(bar, filter, long_packets);
+}
+
+// Every VFTA register lies within BAR 0.
+const _: () = assert!(regs::VFTA + 4 * regs::VFTA_ENTRIES <= regs::BAR0_SIZE);
+
+/// Writes RCTL for `filter` if it changed.
+fn update_rctl(bar: &Bar0<'_>, filter: &ReceiveFilter, long_packets: bool) {
     let rctl = filter.rctl(long_packets);
     if bar.read32(regs::RCTL) != rctl {
         bar.write32(rctl, regs::RCTL);
+    }
+}
+
+/// Turns the MAC's tag stripping and insertion (CTRL.VME) on or off.
+pub(crate) fn set_vlan_stripping(bar: &Bar0<'_>, on: bool) {
+    let ctrl = bar.read32(regs::CTRL);
+    let changed = if on {
+        ctrl | regs::CTRL_VME
+    } else {
+        ctrl & !regs::CTRL_VME
+    };
+    if changed != ctrl {
+        bar.write32(changed, regs::CTRL);
     }
 }
 

@@ -69,6 +69,33 @@ pub(crate) struct Features {
     pub(crate) rx_checksum: bool,
     /// Secondary unicast addresses filtered by the hardware (`IFF_UNICAST_FLT`).
     pub(crate) unicast_filter: bool,
+    /// 802.1Q tags inserted and stripped, VLAN IDs filtered (`NETIF_F_HW_VLAN_CTAG_TX`, `_RX`,
+    /// `_FILTER`), and VLAN interfaces offered the checksum, scatter-gather and segmentation
+    /// offloads.
+    pub(crate) vlan: bool,
+}
+
+/// A set of `NETIF_F_*` features, as `ndo_fix_features` and `ndo_set_features` pass them.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FeatureSet(u64);
+
+impl FeatureSet {
+    const VLAN_INSERTION: u64 = 1 << bindings::NETIF_F_HW_VLAN_CTAG_TX_BIT;
+    const VLAN_STRIPPING: u64 = 1 << bindings::NETIF_F_HW_VLAN_CTAG_RX_BIT;
+
+    /// Whether received frames' 802.1Q tags are stripped (`NETIF_F_HW_VLAN_CTAG_RX`).
+    pub(crate) fn vlan_stripping(self) -> bool {
+        self.0 & Self::VLAN_STRIPPING != 0
+    }
+
+    /// The same with tag insertion (`NETIF_F_HW_VLAN_CTAG_TX`) on or off.
+    pub(crate) fn with_vlan_insertion(self, on: bool) -> Self {
+        if on {
+            Self(self.0 | Self::VLAN_INSERTION)
+        } else {
+            Self(self.0 & !Self::VLAN_INSERTION)
+        }
+    }
 }
 
 extern "C" {
@@ -85,11 +112,15 @@ extern "C" {
         tcp_segmentation: bool,
         rx_checksum: bool,
         unicast_filter: bool,
+        vlan: bool,
         min_mtu: c_uint,
         max_mtu: c_uint,
         tx_timeout_ms: c_uint,
     ) -> *mut NetDevice;
     fn e1000_rs_set_mtu(dev: *mut NetDevice, mtu: c_uint);
+    fn e1000_rs_is_up(dev: *mut NetDevice) -> bool;
+    fn e1000_rs_device_detach(dev: *mut NetDevice);
+    fn e1000_rs_device_attach(dev: *mut NetDevice);
     fn e1000_rs_rtnl_lock();
     fn e1000_rs_rtnl_unlock();
     fn e1000_rs_set_adapter(dev: *mut NetDevice, adapter: *mut c_void);
@@ -245,6 +276,7 @@ impl NetDev {
                 features.tcp_segmentation,
                 features.rx_checksum,
                 features.unicast_filter,
+                features.vlan,
                 min_mtu,
                 max_mtu,
                 tx_timeout_ms,
@@ -307,6 +339,26 @@ impl NetDev {
     pub(crate) fn set_mtu(&self, mtu: u32) {
         // SAFETY: `raw` is valid.
         unsafe { e1000_rs_set_mtu(self.raw(), mtu) };
+    }
+
+    /// Whether the interface is up (`netif_running`): opened by the stack, whether or not the
+    /// driver has it running at the moment.
+    pub(crate) fn is_up(&self) -> bool {
+        // SAFETY: `raw` is valid.
+        unsafe { e1000_rs_is_up(self.raw()) }
+    }
+
+    /// Takes the device from the stack for system sleep (`netif_device_detach`): its queue stops
+    /// and stays stopped until [`NetDev::attach`].
+    pub(crate) fn detach(&self) {
+        // SAFETY: `raw` is valid.
+        unsafe { e1000_rs_device_detach(self.raw()) };
+    }
+
+    /// Gives the device back to the stack after system sleep (`netif_device_attach`).
+    pub(crate) fn attach(&self) {
+        // SAFETY: `raw` is valid.
+        unsafe { e1000_rs_device_attach(self.raw()) };
     }
 
     /// Runs `f` under the RTNL lock, which serialises it with the stack's configuration calls
@@ -507,6 +559,14 @@ pub(crate) trait Interface: Sync {
     /// `ndo_tx_timeout`, from the stack's transmit watchdog (a timer): a stopped queue has not
     /// moved for the timeout the interface was allocated with.
     fn tx_timeout(&self);
+    /// `ndo_fix_features`, under the RTNL lock: the features the hardware can have together, from
+    /// those asked for.
+    fn fix_features(&self, features: FeatureSet) -> FeatureSet;
+    /// `ndo_set_features`, under the RTNL lock, before the stack records `features`.
+    fn set_features(&self, features: FeatureSet) -> Result;
+    /// `ndo_vlan_rx_add_vid` and `ndo_vlan_rx_kill_vid`, under the RTNL lock: frames tagged with
+    /// 802.1Q VLAN `vid` pass the filter, or no longer.
+    fn set_vlan(&self, vid: u16, pass: bool) -> Result;
 }
 
 /// The [`Interface`] whose callbacks [`net_device_ops!`] exported: the type of every adapter that
@@ -679,6 +739,43 @@ pub(crate) unsafe fn tx_timeout<A: Interface>(dev: *mut NetDevice) {
     unsafe { adapter::<A>(dev) }.tx_timeout();
 }
 
+/// `ndo_fix_features`.
+///
+/// # Safety
+///
+/// As for [`open`].
+pub(crate) unsafe fn fix_features<A: Interface>(dev: *mut NetDevice, features: u64) -> u64 {
+    // SAFETY: As in `open`.
+    unsafe { adapter::<A>(dev) }.fix_features(FeatureSet(features)).0
+}
+
+/// `ndo_set_features`.
+///
+/// # Safety
+///
+/// As for [`open`].
+pub(crate) unsafe fn set_features<A: Interface>(dev: *mut NetDevice, features: u64) -> c_int {
+    // SAFETY: As in `open`.
+    match unsafe { adapter::<A>(dev) }.set_features(FeatureSet(features)) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// `ndo_vlan_rx_add_vid` (`pass`) and `ndo_vlan_rx_kill_vid`, for 802.1Q tags only (the only
+/// protocol the interface claims to filter).
+///
+/// # Safety
+///
+/// As for [`open`].
+pub(crate) unsafe fn set_vlan<A: Interface>(dev: *mut NetDevice, vid: u16, pass: bool) -> c_int {
+    // SAFETY: As in `open`.
+    match unsafe { adapter::<A>(dev) }.set_vlan(vid, pass) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
 /// The NAPI poll callback.
 ///
 /// # Safety
@@ -807,6 +904,64 @@ macro_rules! net_device_ops {
         ) {
             // SAFETY: By the function's safety requirements.
             unsafe { $crate::netdev::tx_timeout::<$adapter>(dev) }
+        }
+
+        /// `ndo_fix_features` of `netdev_shim.c`'s table.
+        ///
+        /// # Safety
+        ///
+        /// As for [`netdev::fix_features`](crate::netdev::fix_features).
+        #[no_mangle]
+        unsafe extern "C" fn e1000_rs_fix_features(
+            dev: *mut $crate::netdev::NetDevice,
+            features: u64,
+        ) -> u64 {
+            // SAFETY: By the function's safety requirements.
+            unsafe { $crate::netdev::fix_features::<$adapter>(dev, features) }
+        }
+
+        /// `ndo_set_features` of `netdev_shim.c`'s table.
+        ///
+        /// # Safety
+        ///
+        /// As for [`netdev::set_features`](crate::netdev::set_features).
+        #[no_mangle]
+        unsafe extern "C" fn e1000_rs_set_features(
+            dev: *mut $crate::netdev::NetDevice,
+            features: u64,
+        ) -> ::kernel::ffi::c_int {
+            // SAFETY: By the function's safety requirements.
+            unsafe { $crate::netdev::set_features::<$adapter>(dev, features) }
+        }
+
+        /// `ndo_vlan_rx_add_vid` of `netdev_shim.c`'s table.
+        ///
+        /// # Safety
+        ///
+        /// As for [`netdev::set_vlan`](crate::netdev::set_vlan).
+        #[no_mangle]
+        unsafe extern "C" fn e1000_rs_vlan_rx_add_vid(
+            dev: *mut $crate::netdev::NetDevice,
+            _protocol: u16,
+            vid: u16,
+        ) -> ::kernel::ffi::c_int {
+            // SAFETY: By the function's safety requirements.
+            unsafe { $crate::netdev::set_vlan::<$adapter>(dev, vid, true) }
+        }
+
+        /// `ndo_vlan_rx_kill_vid` of `netdev_shim.c`'s table.
+        ///
+        /// # Safety
+        ///
+        /// As for [`netdev::set_vlan`](crate::netdev::set_vlan).
+        #[no_mangle]
+        unsafe extern "C" fn e1000_rs_vlan_rx_kill_vid(
+            dev: *mut $crate::netdev::NetDevice,
+            _protocol: u16,
+            vid: u16,
+        ) -> ::kernel::ffi::c_int {
+            // SAFETY: By the function's safety requirements.
+            unsafe { $crate::netdev::set_vlan::<$adapter>(dev, vid, false) }
         }
 
         $crate::ethtool::ethtool_ops!($adapter);

@@ -6,6 +6,7 @@
  * are all in Rust, and two offsets into structures bindgen leaves opaque. No driver logic lives here.
  */
 #include <linux/etherdevice.h>
+#include <linux/if_vlan.h>
 #include <linux/netdevice.h>
 #include <linux/rtnetlink.h>
 #include <linux/tcp.h>
@@ -41,7 +42,14 @@ static const struct net_device_ops e1000_rs_netdev_ops = {
 	.ndo_validate_addr = eth_validate_addr,
 	.ndo_change_mtu = e1000_rs_change_mtu,
 	.ndo_tx_timeout = e1000_rs_tx_timeout,
+	.ndo_fix_features = e1000_rs_fix_features,
+	.ndo_set_features = e1000_rs_set_features,
+	.ndo_vlan_rx_add_vid = e1000_rs_vlan_rx_add_vid,
+	.ndo_vlan_rx_kill_vid = e1000_rs_vlan_rx_kill_vid,
 };
+
+/* netdev.rs passes features as a u64. */
+static_assert(sizeof(netdev_features_t) == sizeof(u64));
 
 static const struct ethtool_ops e1000_rs_ethtool_ops = {
 	.get_link = ethtool_op_get_link,
@@ -56,13 +64,15 @@ static const struct ethtool_ops e1000_rs_ethtool_ops = {
 
 /* The features are offload.rs's choice; this only spells them as the stack does. */
 struct net_device *e1000_rs_alloc_netdev(struct device *parent, bool hw_csum, bool sg, bool tso,
-					 bool rxcsum, bool unicast_filter, unsigned int min_mtu,
+					 bool rxcsum, bool unicast_filter, bool vlan,
+					 unsigned int min_mtu,
 					 unsigned int max_mtu,
 					 unsigned int tx_timeout_ms)
 {
 	struct net_device *dev = alloc_etherdev(sizeof(struct e1000_rs_priv));
-	netdev_features_t features = (hw_csum ? NETIF_F_HW_CSUM : 0) | (sg ? NETIF_F_SG : 0) |
-				     (tso ? NETIF_F_TSO : 0) | (rxcsum ? NETIF_F_RXCSUM : 0);
+	netdev_features_t offloads = (hw_csum ? NETIF_F_HW_CSUM : 0) | (sg ? NETIF_F_SG : 0) |
+				     (tso ? NETIF_F_TSO : 0);
+	netdev_features_t features = offloads | (rxcsum ? NETIF_F_RXCSUM : 0);
 
 	if (dev) {
 		SET_NETDEV_DEV(dev, parent);
@@ -73,6 +83,13 @@ struct net_device *e1000_rs_alloc_netdev(struct device *parent, bool hw_csum, bo
 		dev->watchdog_timeo = msecs_to_jiffies(tx_timeout_ms);
 		dev->features |= features;
 		dev->hw_features |= features;
+		if (vlan) {
+			dev->features |= NETIF_F_HW_VLAN_CTAG_RX | NETIF_F_HW_VLAN_CTAG_TX |
+					 NETIF_F_HW_VLAN_CTAG_FILTER;
+			/* Insertion follows stripping (e1000_rs_fix_features). */
+			dev->hw_features |= NETIF_F_HW_VLAN_CTAG_RX;
+			dev->vlan_features |= offloads;
+		}
 		if (unicast_filter)
 			dev->priv_flags |= IFF_UNICAST_FLT;
 		netif_napi_add(dev, netdev_priv(dev), e1000_rs_poll);
@@ -83,6 +100,21 @@ struct net_device *e1000_rs_alloc_netdev(struct device *parent, bool hw_csum, bo
 void e1000_rs_set_mtu(struct net_device *dev, unsigned int mtu)
 {
 	WRITE_ONCE(dev->mtu, mtu);
+}
+
+bool e1000_rs_is_up(struct net_device *dev)
+{
+	return netif_running(dev);
+}
+
+void e1000_rs_device_detach(struct net_device *dev)
+{
+	netif_device_detach(dev);
+}
+
+void e1000_rs_device_attach(struct net_device *dev)
+{
+	netif_device_attach(dev);
 }
 
 void e1000_rs_rtnl_lock(void)
@@ -291,6 +323,11 @@ unsigned int e1000_rs_tcp_hdrlen(struct sk_buff *skb)
 	return tcp_hdrlen(skb);
 }
 
+void e1000_rs_skb_vlan_tag_put(struct sk_buff *skb, u16 tci)
+{
+	__vlan_hwaccel_put_tag(skb, htons(ETH_P_8021Q), tci);
+}
+
 /* Hands the skb the reference to the page fragment at data, as freeing it with page_frag_free would drop. */
 bool e1000_rs_skb_add_rx_frag(struct sk_buff *skb, void *data, unsigned int length,
 			      unsigned int truesize)
@@ -338,7 +375,8 @@ void e1000_rs_work_init(struct work_struct *work, void (*run)(struct work_struct
 	INIT_WORK(work, run);
 }
 
+/* Not schedule_work: its system_wq is deprecated for new users. */
 bool e1000_rs_work_schedule(struct work_struct *work)
 {
-	return schedule_work(work);
+	return queue_work(system_dfl_wq, work);
 }

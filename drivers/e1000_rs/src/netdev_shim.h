@@ -23,6 +23,10 @@ int e1000_rs_set_rx_mode(struct net_device *dev, struct netdev_hw_addr_list *uc,
 int e1000_rs_poll(struct napi_struct *napi, int budget);
 int e1000_rs_change_mtu(struct net_device *dev, int mtu);
 void e1000_rs_tx_timeout(struct net_device *dev, unsigned int queue);
+netdev_features_t e1000_rs_fix_features(struct net_device *dev, netdev_features_t features);
+int e1000_rs_set_features(struct net_device *dev, netdev_features_t features);
+int e1000_rs_vlan_rx_add_vid(struct net_device *dev, __be16 protocol, u16 vid);
+int e1000_rs_vlan_rx_kill_vid(struct net_device *dev, __be16 protocol, u16 vid);
 
 /* Implemented in Rust (src/ethtool.rs's ethtool_ops!). */
 int e1000_rs_get_link_ksettings(struct net_device *dev, struct ethtool_link_ksettings *cmd);
@@ -53,10 +57,14 @@ extern const size_t e1000_rs_priv_offset;
 extern const size_t e1000_rs_adapter_offset;
 
 struct net_device *e1000_rs_alloc_netdev(struct device *parent, bool hw_csum, bool sg, bool tso,
-					 bool rxcsum, bool unicast_filter, unsigned int min_mtu,
+					 bool rxcsum, bool unicast_filter, bool vlan,
+					 unsigned int min_mtu,
 					 unsigned int max_mtu,
 					 unsigned int tx_timeout_ms);
 void e1000_rs_set_mtu(struct net_device *dev, unsigned int mtu);
+bool e1000_rs_is_up(struct net_device *dev);
+void e1000_rs_device_detach(struct net_device *dev);
+void e1000_rs_device_attach(struct net_device *dev);
 void e1000_rs_rtnl_lock(void);
 void e1000_rs_rtnl_unlock(void);
 void e1000_rs_set_adapter(struct net_device *dev, void *adapter);
@@ -96,6 +104,7 @@ int e1000_rs_skb_cow_head(struct sk_buff *skb);
 unsigned int e1000_rs_skb_network_offset(struct sk_buff *skb);
 unsigned int e1000_rs_skb_transport_offset(struct sk_buff *skb);
 unsigned int e1000_rs_tcp_hdrlen(struct sk_buff *skb);
+void e1000_rs_skb_vlan_tag_put(struct sk_buff *skb, u16 tci);
 bool e1000_rs_skb_add_rx_frag(struct sk_buff *skb, void *data, unsigned int length,
 			      unsigned int truesize);
 void e1000_rs_set_stats(struct rtnl_link_stats64 *stats, const struct e1000_rs_stats *counters);

@@ -15,13 +15,17 @@ use crate::skb::Skb;
 /// the stack asks for at offsets the context descriptor takes (`NETIF_F_HW_CSUM`), frames in page
 /// fragments (`NETIF_F_SG`), TCP/IPv4 segmentation (`NETIF_F_TSO`), and the receive checksum the
 /// copying receive path computes (`NETIF_F_RXCSUM`). Receive addresses take secondary unicast
-/// addresses (`IFF_UNICAST_FLT`). All can be toggled with `ethtool -K` but the last.
+/// addresses (`IFF_UNICAST_FLT`). 802.1Q tags are inserted and stripped by the MAC and VLAN IDs
+/// filtered by its VFTA (`NETIF_F_HW_VLAN_CTAG_TX`, `_RX`, `_FILTER`); VLAN interfaces keep the
+/// checksum, scatter-gather and segmentation offloads. All can be toggled with `ethtool -K` but the
+/// unicast and VLAN filters, and tag insertion follows stripping: CTRL.VME turns both on.
 pub(crate) const FEATURES: Features = Features {
     hw_checksum: true,
     scatter_gather: true,
     tcp_segmentation: true,
     rx_checksum: true,
     unicast_filter: true,
+    vlan: true,
 };
 
 /// IPv4 header: byte offsets of the fields the segmentation context names or the driver
@@ -89,21 +93,26 @@ impl Offload {
     /// The descriptor of `length` bytes of the frame's data at `addr`; `end` adds EOP and RS to
     /// the frame's last.
     #[inline]
-    pub(crate) fn data(&self, addr: u64, length: u16, end: bool) -> TxDesc {
+    pub(crate) fn data(&self, addr: u64, length: u16, end: bool, vlan: Option<u16>) -> TxDesc {
         let end = if end {
             regs::TX_CMD_EOP | regs::TX_CMD_RS
         } else {
             0
         };
-        let cmd = regs::TX_CMD_IFCS | regs::TX_CMD_IDE | end;
+        // As in the C driver, every descriptor of a tagged frame carries the tag.
+        let (vle, tag) = vlan.map_or((0, 0), |tag| (regs::TX_CMD_VLE, tag));
+        let cmd = regs::TX_CMD_IFCS | regs::TX_CMD_IDE | end | vle;
         match self {
-            Self::None => LegacyTxDesc::new(addr, length, cmd).into(),
-            Self::Checksum { .. } => DataDesc::new(addr, length, cmd, regs::TX_POPTS_TXSM).into(),
+            Self::None => LegacyTxDesc::new(addr, length, cmd, tag).into(),
+            Self::Checksum { .. } => {
+                DataDesc::new(addr, length, cmd, regs::TX_POPTS_TXSM, tag).into()
+            }
             Self::Tso(_) => DataDesc::new(
                 addr,
                 length,
                 cmd | regs::TX_CMD_TSE,
                 regs::TX_POPTS_TXSM | regs::TX_POPTS_IXSM,
+                tag,
             )
             .into(),
         }

@@ -10,6 +10,9 @@ pub(crate) const BAR0_SIZE: usize = 0x20000;
 pub(crate) const CTRL: usize = 0x0000;
 /// Device Status.
 pub(crate) const STATUS: usize = 0x0008;
+/// VLAN Ether Type: the tag protocol identifier the MAC recognises and inserts.
+pub(crate) const VET: usize = 0x0038;
+pub(crate) const VET_8021Q: u32 = 0x8100;
 /// EEPROM Read.
 pub(crate) const EERD: usize = 0x0014;
 /// Interrupt Cause Read (read to clear).
@@ -43,6 +46,10 @@ pub(crate) const TIDV: usize = 0x3820;
 /// Multicast Table Array: 128 registers.
 pub(crate) const MTA: usize = 0x5200;
 pub(crate) const MTA_ENTRIES: usize = 128;
+/// VLAN Filter Table Array: 128 registers, a bit per VLAN ID (register `vid >> 5`, bit
+/// `vid & 31`).
+pub(crate) const VFTA: usize = 0x5600;
+pub(crate) const VFTA_ENTRIES: usize = 128;
 /// Receive Address Low/High of entry 0; entry `n` is `8 * n` further. Entry 0 holds the station's
 /// own address, entries 1-14 the secondary unicast addresses the stack asks for. The chip has 16;
 /// like the C driver, this one leaves the last to manageability firmware.
@@ -79,6 +86,9 @@ pub(crate) const TSCTFC: usize = 0x40fc;
 pub(crate) const CTRL_SLU: u32 = 1 << 6;
 pub(crate) const CTRL_ASDE: u32 = 1 << 5;
 pub(crate) const CTRL_RST: u32 = 1 << 26;
+/// CTRL: VLAN Mode Enable: tags are stripped from received frames into their descriptor, and
+/// inserted into sent frames from theirs.
+pub(crate) const CTRL_VME: u32 = 1 << 30;
 
 /// STATUS: Full Duplex, Link Up, and the resolved speed (00 10 Mb/s, 01 100 Mb/s, 1x 1000 Mb/s).
 pub(crate) const STATUS_FD: u32 = 1 << 0;
@@ -112,6 +122,9 @@ pub(crate) const RCTL_UPE: u32 = 1 << 3;
 pub(crate) const RCTL_MPE: u32 = 1 << 4;
 pub(crate) const RCTL_BAM: u32 = 1 << 15;
 pub(crate) const RCTL_SECRC: u32 = 1 << 26;
+/// RCTL: VLAN Filter Enable (tagged frames pass only for VLAN IDs set in the VFTA), Canonical Form
+/// Indicator Enable (left clear: the CFI bit does not filter).
+pub(crate) const RCTL_VFE: u32 = 1 << 18;
 /// RCTL: Long Packet Enable: frames longer than [`MAX_FRAME_LEN`] pass, in as many buffers as
 /// they fill.
 pub(crate) const RCTL_LPE: u32 = 1 << 5;
@@ -137,10 +150,14 @@ pub(crate) const RAH_AV: u32 = 1 << 31;
 /// Descriptor status: Descriptor Done, End Of Packet.
 pub(crate) const DESC_STATUS_DD: u8 = 1 << 0;
 pub(crate) const DESC_STATUS_EOP: u8 = 1 << 1;
+/// Receive descriptor status: the frame's 802.1Q tag was stripped into its special field.
+pub(crate) const RX_STATUS_VP: u8 = 1 << 3;
 /// Transmit descriptor command: End Of Packet, Insert FCS, Report Status.
 pub(crate) const TX_CMD_EOP: u8 = 1 << 0;
 pub(crate) const TX_CMD_IFCS: u8 = 1 << 1;
 pub(crate) const TX_CMD_RS: u8 = 1 << 3;
+/// Transmit descriptor command: VLAN Packet Enable: insert the tag in the special field.
+pub(crate) const TX_CMD_VLE: u8 = 1 << 6;
 /// Transmit descriptor command: Interrupt Delay Enable (the write-back interrupt waits for TIDV).
 pub(crate) const TX_CMD_IDE: u8 = 1 << 7;
 

@@ -220,40 +220,43 @@ impl<'a> RxRing<'a> {
             seen += 1;
 
             let end_of_packet = status & regs::DESC_STATUS_EOP != 0;
-            if self.discarding {
+            let frame = if self.discarding {
                 // The rest of a frame already counted and dropped.
                 self.discarding = !end_of_packet;
                 self.recycle(i);
+                None
             } else if errors != 0 {
                 done.errors += 1;
                 self.drop_frame(i, end_of_packet);
+                None
             } else if !end_of_packet || self.partial.is_some() {
                 // SAFETY: From the NAPI poll (safety requirement); the device is done with the
                 // descriptor.
-                let frame = unsafe { self.add_piece(i, length, end_of_packet, napi, &mut done) };
-                if let Some(skb) = frame {
-                    done.frames.packets += 1;
-                    done.frames.bytes += u64::from(skb.len());
-                    deliver(skb);
-                }
+                unsafe { self.add_piece(i, length, end_of_packet, napi, &mut done) }
             } else if !(ETH_HLEN..=self.piece_len()).contains(&length)
                 || length > self.frames.max_len
             {
                 // A frame longer than the MTU's, or than the buffer holds (the device's fault).
                 done.length_errors += 1;
                 self.drop_frame(i, end_of_packet);
+                None
             } else {
                 // SAFETY: From the NAPI poll (safety requirement); the device is done with the
                 // descriptor and wrote `length` bytes, at most the buffer's size (checked above).
-                match unsafe { self.take_frame(i, length, napi, rx_checksum) } {
-                    Some(skb) => {
-                        done.frames.packets += 1;
-                        done.frames.bytes += u64::from(length);
-                        deliver(skb);
-                    }
-                    // No memory: the buffer stays on the descriptor, the frame is dropped.
-                    None => done.dropped += 1,
+                let frame = unsafe { self.take_frame(i, length, napi, rx_checksum) };
+                // No memory: the buffer stays on the descriptor, the frame is dropped.
+                done.dropped += u64::from(frame.is_none());
+                frame
+            };
+            if let Some(mut skb) = frame {
+                // The tag the MAC stripped (CTRL.VME), in the frame's last descriptor.
+                if status & regs::RX_STATUS_VP != 0 {
+                    let tag = dma_read!(self.desc, i, special).map_or(0, Le16::get);
+                    skb.set_vlan_tag(tag);
                 }
+                done.frames.packets += 1;
+                done.frames.bytes += u64::from(skb.len());
+                deliver(skb);
             }
             let addr = match (&self.copy, self.slots[i].as_ref()) {
                 (Some(copy), _) => copy.dma(i).ok(),

@@ -22,6 +22,7 @@ extern "C" {
     fn e1000_rs_skb_network_offset(skb: *mut bindings::sk_buff) -> c_uint;
     fn e1000_rs_skb_transport_offset(skb: *mut bindings::sk_buff) -> c_uint;
     fn e1000_rs_tcp_hdrlen(skb: *mut bindings::sk_buff) -> c_uint;
+    fn e1000_rs_skb_vlan_tag_put(skb: *mut bindings::sk_buff, tci: u16);
     fn e1000_rs_skb_add_rx_frag(
         skb: *mut bindings::sk_buff,
         data: *mut c_void,
@@ -123,6 +124,28 @@ impl Skb {
         // `skb_checksum_start_offset`: `csum_start` counts from `head`, this from `data`.
         let start = u32::from(csum.csum_start).wrapping_sub(headroom as u32);
         Some((start, start.wrapping_add(u32::from(csum.csum_offset))))
+    }
+
+    /// The 802.1Q tag (TCI) the stack left to the hardware to insert, if any
+    /// (`skb_vlan_tag_present`, `skb_vlan_tag_get`).
+    #[inline]
+    pub(crate) fn vlan_tag(&self) -> Option<u16> {
+        let headers = self.headers();
+        // SAFETY: Both views of the union are plain integers, always valid.
+        let (all, tci) = unsafe {
+            (
+                headers.__bindgen_anon_2.vlan_all,
+                headers.__bindgen_anon_2.__bindgen_anon_1.vlan_tci,
+            )
+        };
+        (all != 0).then_some(tci)
+    }
+
+    /// Gives a received frame the 802.1Q tag (TCI) the hardware stripped from it
+    /// (`__vlan_hwaccel_put_tag`).
+    pub(crate) fn set_vlan_tag(&mut self, tci: u16) {
+        // SAFETY: `self.0` is a valid skb that this value owns.
+        unsafe { e1000_rs_skb_vlan_tag_put(self.0.as_ptr(), tci) };
     }
 
     /// Computes the checksum in software (`skb_checksum_help`), for offsets the hardware cannot

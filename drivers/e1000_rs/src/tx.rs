@@ -220,6 +220,7 @@ impl<'a> TxProducer<'_, 'a> {
             return Ok(false);
         };
         let (context, hardware_context) = offload.context(self.state.context);
+        let vlan = skb.vlan_tag();
         // The linear part is piece 0, page fragment `f` piece `f + 1`.
         let head_len = skb.head_len();
         let frags = skb.frag_count();
@@ -296,7 +297,7 @@ impl<'a> TxProducer<'_, 'a> {
                 };
                 descs_left -= 1;
                 // The last descriptor ends the frame and reports its status.
-                let desc = offload.data(addr, chunk as u16, descs_left == 0);
+                let desc = offload.data(addr, chunk as u16, descs_left == 0, vlan);
                 if self.write(i, desc).is_err() {
                     return self.unwind(start, i);
                 }

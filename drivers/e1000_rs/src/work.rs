@@ -64,7 +64,8 @@ impl Work {
         Opaque::cast_from(work).cast()
     }
 
-    /// Schedules the work unless it is already pending; from any context.
+    /// Schedules the work on the system's unbound workqueue unless it is already pending; from
+    /// any context.
     pub(crate) fn schedule(&self) {
         // SAFETY: `work` is valid (type invariant).
         unsafe { e1000_rs_work_schedule(self.work.get()) };

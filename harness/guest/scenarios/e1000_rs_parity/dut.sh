@@ -114,6 +114,33 @@ diag "mtu_too_small=$(answer /bin/ip link set eth0 mtu 40)"
 check mtu-unchanged grep -qx 1500 /sys/class/net/eth0/mtu
 check ping-at-1500 wait_for 30 ping -c 1 -W 1 $PEER
 
+# 802.1Q: VLAN 5 on both ends, tags inserted and stripped by the MAC. Frames of VLAN 5 reach the
+# driver; frames of VLAN 7, which the DUT does not have, are dropped by the VLAN filter (VFTA).
+timeout 120 netpipe recv 6500 >/dev/null
+check vlan-add /bin/ip link add link eth0 name eth0.5 type vlan id 5
+check vlan-address /bin/ip addr add 169.254.5.1/24 dev eth0.5
+check vlan-up /bin/ip link set eth0.5 up
+check vlan-ping wait_for 30 ping -c 3 -W 2 169.254.5.2
+diag "vlan_features=$(ethtool -k eth0 | grep -E '^(rx|tx)-vlan-(offload|hw-insert)|^rx-vlan-filter' | tr -s ' \t' ' ' | tr '\n' '|')"
+check vlan-send netpipe send 169.254.5.2 6501 </tmp/out
+diag "dut_received_sha_vlan=$(sha_of_received 6502)"
+# vlan_rx_packets_during GO_PORT SENT_PORT: frames the driver received meanwhile.
+vlan_rx_packets_during() {
+    before=$(stat rx_packets)
+    echo go | netpipe send $PEER "$1" &&
+        timeout 120 netpipe recv "$2" | grep -q sent &&
+        echo $(($(stat rx_packets) - before))
+}
+diag "vlan5_rx_packets=$(vlan_rx_packets_during 6503 6504)"
+diag "vlan7_rx_packets=$(vlan_rx_packets_during 6505 6506)"
+# Stripping off takes insertion with it (one bit, CTRL.VME), and VLAN 5 still works in software.
+check vlan-stripping-off ethtool -K eth0 rxvlan off
+diag "vlan_features_off=$(ethtool -k eth0 | grep -E '^(rx|tx)-vlan-(offload|hw-insert)' | tr -s ' \t' ' ' | tr '\n' '|')"
+check vlan-ping-software-tags ping -c 3 -W 2 169.254.5.2
+check vlan-stripping-on ethtool -K eth0 rxvlan on
+check vlan-ping-again ping -c 3 -W 2 169.254.5.2
+check vlan-delete /bin/ip link del eth0.5
+
 # A transmitter that stops behind the driver's back (TCTL.EN cleared through the BAR) fills the
 # ring; the stack's watchdog calls ndo_tx_timeout and the driver's reset brings it back.
 bar=/sys/bus/pci/devices/$pci/resource0
@@ -130,5 +157,20 @@ kill $pinger 2>/dev/null
 wait $pinger 2>/dev/null
 diag "tx_timeout_count=$(hw_stat tx_timeout_count)"
 
+# Suspend to idle, stopped by pm_test after the devices' callbacks: e1000_rs goes down and comes
+# back up with its link, addresses and filters, and a transfer crosses.
+check pm-test-devices sh -c 'echo devices >/sys/power/pm_test'
+check suspend-resume sh -c 'echo freeze >/sys/power/state'
+check devices-were-suspended sh -c 'dmesg | grep -q "suspend debug: Waiting"'
+check carrier-after-resume wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+check ping-after-resume wait_for 30 ping -c 1 -W 1 $PEER
+check ping6-after-resume wait_for 30 ping -6 -c 1 -W 1 $PEER6
+check send-after-resume netpipe send $PEER 6600 </tmp/out
+
 echo finished | netpipe send $PEER 6400
 check unload rmmod e1000_rs
+# Loaded and up again, for the shutdown callback at the VM's reboot (the host looks for it).
+check reload insmod /modules/e1000_rs.ko
+check reload-interface wait_for 10 test -d /sys/class/net/eth0
+check reload-up ip link set eth0 up
+

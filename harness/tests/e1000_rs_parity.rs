@@ -1,6 +1,7 @@
 //! e1000_rs as users' tools see it, against the C e1000 on the other end of a UDP socket link on
 //! 127.0.0.1: Debian's ethtool (`-i`, link settings, `-g`/`-G`, `-S`, `-k`/`-K`, `-r`) and
-//! iproute2's `ip` (MTU and jumbo frames), then a transmit hang that the watchdog's reset cures.
+//! iproute2's `ip` (MTU and jumbo frames, 802.1Q VLANs), then a transmit hang that the
+//! watchdog's reset cures.
 //! Wherever both drivers answer the same command, the host compares their answers.
 
 use harness::{Scenario, SocketLink, Vm};
@@ -8,10 +9,10 @@ use harness::{Scenario, SocketLink, Vm};
 const E1000_C: &str = "drivers/net/ethernet/intel/e1000/e1000.ko";
 const COMMON: &str = concat!(
     include_str!("../guest/scenarios/e1000_rs/common.sh"),
-    include_str!("../guest/scenarios/e1000_rs_ethtool/common.sh")
+    include_str!("../guest/scenarios/e1000_rs_parity/common.sh")
 );
-const DUT_SCRIPT: &str = include_str!("../guest/scenarios/e1000_rs_ethtool/dut.sh");
-const PEER_SCRIPT: &str = include_str!("../guest/scenarios/e1000_rs_ethtool/peer.sh");
+const DUT_SCRIPT: &str = include_str!("../guest/scenarios/e1000_rs_parity/dut.sh");
+const PEER_SCRIPT: &str = include_str!("../guest/scenarios/e1000_rs_parity/peer.sh");
 
 /// A VM with Debian's ethtool and iproute2 beside busybox.
 fn vm(name: &str, script: &str) -> Vm {
@@ -27,7 +28,7 @@ fn vm(name: &str, script: &str) -> Vm {
 }
 
 #[test]
-fn e1000_rs_ethtool_mtu_and_reset_against_the_c_e1000() {
+fn e1000_rs_ethtool_mtu_vlan_and_reset_against_the_c_e1000() {
     let link = SocketLink::new().expect("a free port");
     let dut = vm("dut", DUT_SCRIPT)
         .module("drivers/e1000_rs")
@@ -36,7 +37,7 @@ fn e1000_rs_ethtool_mtu_and_reset_against_the_c_e1000() {
     let peer = vm("peer", PEER_SCRIPT)
         .kernel_module(E1000_C)
         .nic("e1000", link.end_b());
-    let outcome = Scenario::new("e1000-rs-ethtool")
+    let outcome = Scenario::new("e1000-rs-parity")
         .vm(dut)
         .vm(peer)
         .run()
@@ -58,6 +59,8 @@ fn e1000_rs_ethtool_mtu_and_reset_against_the_c_e1000() {
         "rings_after_refusal",
         "mtu_too_large",
         "mtu_too_small",
+        "vlan_features",
+        "vlan_features_off",
     ] {
         assert_eq!(
             dut.diagnostic(key),
@@ -190,6 +193,48 @@ fn e1000_rs_ethtool_mtu_and_reset_against_the_c_e1000() {
         10,
         "frames longer than MTU 9000's dropped and counted"
     );
+    // 802.1Q: a transfer each way on VLAN 5; VLAN 5's frames reach the driver, VLAN 7's do not.
+    assert_eq!(
+        peer.diagnostic("peer_received_sha_vlan"),
+        dut_sent,
+        "DUT -> peer on VLAN 5"
+    );
+    assert_eq!(
+        dut.diagnostic("dut_received_sha_vlan"),
+        peer_sent,
+        "peer -> DUT on VLAN 5"
+    );
+    assert!(
+        dut.diagnostic("vlan_features")
+            .contains("rx-vlan-offload: on")
+            && dut
+                .diagnostic("vlan_features_off")
+                .contains("tx-vlan-offload: off"),
+        "tags offloaded, insertion following stripping: {} / {}",
+        dut.diagnostic("vlan_features"),
+        dut.diagnostic("vlan_features_off")
+    );
+    // Each window also holds the few frames of its two netpipe handshakes (9 in a run).
+    let (vlan5, vlan7) = (
+        count(dut, "vlan5_rx_packets"),
+        count(dut, "vlan7_rx_packets"),
+    );
+    assert!(
+        vlan5 >= 20 && vlan5 >= vlan7 + 18,
+        "VLAN 5's 20 frames received, VLAN 7's 20 filtered: {vlan5} and {vlan7} frames"
+    );
+
+    // Suspend and resume, and shutdown.
+    assert_eq!(
+        peer.diagnostic("peer_received_sha_resumed"),
+        dut_sent,
+        "DUT -> peer after resume"
+    );
+    assert!(
+        dut.console.contains("e1000_rs") && dut.console.contains(": shut down"),
+        "the shutdown callback ran at the reboot"
+    );
+
     assert!(
         count(dut, "tx_timeout_count") >= 1,
         "the watchdog's timeout counted"

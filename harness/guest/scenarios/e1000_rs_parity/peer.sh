@@ -59,4 +59,27 @@ diag "peer_received_sha_mtu_changes=$(sha_of_received 6305)"
 diag "mtu_too_large=$(answer /bin/ip link set eth0 mtu 20000)"
 diag "mtu_too_small=$(answer /bin/ip link set eth0 mtu 40)"
 
+# 802.1Q, with the DUT: VLAN 5 on both ends; frames of VLAN 5 and of VLAN 7 sent to the DUT.
+check vlan-add /bin/ip link add link eth0 name eth0.5 type vlan id 5
+check vlan-address /bin/ip addr add 169.254.5.2/24 dev eth0.5
+check vlan-up /bin/ip link set eth0.5 up
+check vlan7-add /bin/ip link add link eth0 name eth0.7 type vlan id 7
+check vlan7-up /bin/ip link set eth0.7 up
+echo go | netpipe send $DUT 6500
+diag "vlan_features=$(ethtool -k eth0 | grep -E '^(rx|tx)-vlan-(offload|hw-insert)|^rx-vlan-filter' | tr -s ' \t' ' ' | tr '\n' '|')"
+diag "peer_received_sha_vlan=$(sha_of_received 6501)"
+check vlan-send netpipe send 169.254.5.1 6502 </tmp/out
+# vlan_frames GO_PORT SENT_PORT INTERFACE: 20 frames from INTERFACE to the DUT, when it asks.
+vlan_frames() {
+    timeout 300 netpipe recv "$1" >/dev/null
+    check "vlan-frames-$3" rawframes "$3" "$dut_mac" 0x88b5 100 20
+    check "vlan-frames-sent-$3" sh -c "echo sent | netpipe send $DUT $2"
+}
+vlan_frames 6503 6504 eth0.5
+vlan_frames 6505 6506 eth0.7
+check vlan-stripping-off ethtool -K eth0 rxvlan off
+diag "vlan_features_off=$(ethtool -k eth0 | grep -E '^(rx|tx)-vlan-(offload|hw-insert)' | tr -s ' \t' ' ' | tr '\n' '|')"
+check vlan-stripping-on ethtool -K eth0 rxvlan on
+
+diag "peer_received_sha_resumed=$(sha_of_received 6600)"
 check dut-finished sh -c 'timeout 600 netpipe recv 6400 | grep -q finished'
