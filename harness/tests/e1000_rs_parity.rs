@@ -224,6 +224,17 @@ fn e1000_rs_ethtool_mtu_vlan_and_reset_against_the_c_e1000() {
         "VLAN 5's 20 frames received, VLAN 7's 20 filtered: {vlan5} and {vlan7} frames"
     );
 
+    assert_eq!(
+        peer.diagnostic("peer_received_sha_copying_jumbo"),
+        dut_sent,
+        "DUT -> peer copying, at MTU 9000"
+    );
+    assert_eq!(
+        dut.diagnostic("dut_received_sha_copying_jumbo"),
+        peer_sent,
+        "peer -> DUT copying, at MTU 9000"
+    );
+
     // Suspend and resume, and shutdown.
     assert_eq!(
         peer.diagnostic("peer_received_sha_resumed"),

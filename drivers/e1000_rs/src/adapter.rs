@@ -105,7 +105,7 @@ struct Settings {
 /// - `irq` is requested with a pointer to this pinned object as its cookie until `PinnedDrop`.
 /// - `netdev`'s adapter pointer is this object.
 /// - `reap_timer` fires into `reap_timer_fired`, which finds this object around it. Only `xmit`
-///   arms it, so only while the interface is open; `stop` disarms it, and `PinnedDrop` shuts it
+///   arms it, so only while the interface runs; `down` disarms it, and `PinnedDrop` shuts it
 ///   down.
 /// - `reset_work` runs `reset_work_run`, which finds this object around it; `PinnedDrop` cancels
 ///   it after unregistering the interface, whose transmit watchdog alone schedules it.
@@ -131,7 +131,7 @@ pub(crate) struct E1000<'bound> {
     /// scheduled it too, that poll does not receive: interrupts stay enabled for what arrives.
     completions_only: AtomicBool,
     netdev: NetDev,
-    /// Installed by `open` before the queue starts and NAPI is enabled, removed by `stop` after
+    /// Installed by `start` before the queue starts and NAPI is enabled, removed by `down` after
     /// both are disabled: `xmit` and `poll`, which use them, never run meanwhile.
     rings: Rings<'bound>,
     #[pin]
@@ -145,6 +145,8 @@ pub(crate) struct E1000<'bound> {
     reset_work: Work,
     /// The interface is open: interrupts may schedule NAPI.
     running: AtomicBool,
+    /// The system sleeps (between `suspend` and `resume`): the registers are not read.
+    asleep: AtomicBool,
     irq: u32,
     _vectors: compat::IrqVectors<'bound>,
 }
@@ -209,6 +211,7 @@ impl<'bound> E1000<'bound> {
             // this is; `PinnedDrop` cancels it before this pinned object goes.
             reset_work <- unsafe { Work::new(reset_work_run) },
             running: AtomicBool::new(false),
+            asleep: AtomicBool::new(false),
             _vectors: compat::alloc_irq_vectors(bound, 1, 1)?,
             irq: compat::vector_irq(_vectors, 0)?,
             _: {
@@ -486,9 +489,9 @@ impl<'bound> E1000<'bound> {
     pub(crate) fn suspend(&self) {
         self.netdev.with_rtnl(|| {
             self.netdev.detach();
-            if self.running.load(Ordering::Acquire) {
-                self.down();
-            }
+            self.down();
+            hw::add_statistics(&self.bar, &mut self.hw_stats.lock());
+            self.asleep.store(true, Ordering::Release);
         });
         // A reset asked for before finds the interface down.
         self.reset_work.cancel_sync();
@@ -499,6 +502,8 @@ impl<'bound> E1000<'bound> {
     pub(crate) fn resume(&self) -> Result {
         self.netdev.with_rtnl(|| {
             hw::reset(&self.bar);
+            // The reset cleared the statistics registers, which the sums hold.
+            self.asleep.store(false, Ordering::Release);
             let result = if self.netdev.is_up() {
                 self.open()
             } else {
@@ -560,12 +565,17 @@ impl<'bound> E1000<'bound> {
         self.running.store(true, Ordering::Release);
         hw::unmask_interrupts(bar, regs::INT_ENABLED);
         self.update_carrier();
-        self.netdev.start_queue();
+        // Woken, not only started: after a rebuild or a resume, the stack may hold frames for it.
+        self.netdev.wake_queue();
     }
 
     /// Takes the interface down: no interrupt, no DMA, no buffer left, and the controller reset.
-    /// Under the RTNL lock.
+    /// Under the RTNL lock; nothing to do when it does not run (closed, asleep, or a resume that
+    /// could not allocate the rings), and NAPI is disabled already.
     fn down(&self) {
+        if !self.running.load(Ordering::Acquire) {
+            return;
+        }
         self.netdev.stop_queue();
         self.running.store(false, Ordering::Release);
         // Before the reset masks every interrupt, as the C driver's `e1000_down` does: a poll or a
@@ -576,6 +586,9 @@ impl<'bound> E1000<'bound> {
         // Only a poll wakes the stopped queue (a transmit that restarts it is still running): once
         // NAPI is disabled, this waits for the last transmit and none follows.
         self.netdev.disable_transmit();
+        // The chip's reset clears the statistics registers: what they counted goes into the sums
+        // first.
+        hw::add_statistics(&self.bar, &mut self.hw_stats.lock());
         hw::reset(&self.bar);
         // SAFETY: `irq` is requested (type invariant); this waits for a running handler.
         unsafe { bindings::synchronize_irq(self.irq) };
@@ -605,10 +618,13 @@ impl<'bound> E1000<'bound> {
         Ok(())
     }
 
-    /// The statistics registers, read and added up.
+    /// The statistics registers, read and added up; while the device sleeps, the sums as they
+    /// were (a device in a low-power state reads all ones).
     fn hw_stats(&self) -> HwStats {
         let mut stats = self.hw_stats.lock();
-        hw::add_statistics(&self.bar, &mut stats);
+        if !self.asleep.load(Ordering::Acquire) {
+            hw::add_statistics(&self.bar, &mut stats);
+        }
         *stats
     }
 }
@@ -708,9 +724,7 @@ impl E1000<'_> {
                 c.tx_restarts_poll.add(1);
             }
         }
-        let work =
-            (received.frames.packets + received.errors + received.length_errors + received.dropped)
-                as i32;
+        let work = received.descriptors as i32;
         // Frames the clean left, which the device had not sent yet (on QEMU, which sends them
         // before TDT's write returns, only those a transmit on another CPU queued meanwhile): the
         // completion interrupt brings the poll back for them.

@@ -25,6 +25,8 @@ use crate::{dma_read, dma_write};
 const RX_COPYBREAK: u16 = 256;
 /// An 802.1Q tag, which a received frame may carry on top of the MTU's.
 const VLAN_HLEN: u16 = 4;
+/// The standard MTU, above which long packets are on.
+const ETH_DATA_LEN: u32 = 1500;
 
 /// The frames the receiver takes, by the interface's MTU.
 ///
@@ -34,6 +36,9 @@ const VLAN_HLEN: u16 = 4;
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RxFrames {
     max_len: u16,
+    /// Long packets on: above a 1500-byte MTU, as in the C driver (the MAC's limit of 1522 bytes
+    /// counts the CRC, so from 1501 bytes a tagged frame would not pass).
+    long: bool,
 }
 
 impl RxFrames {
@@ -45,12 +50,13 @@ impl RxFrames {
         // INVARIANT: raised to `MAX_FRAME_LEN`.
         Some(Self {
             max_len: len.max(regs::MAX_FRAME_LEN),
+            long: mtu > ETH_DATA_LEN,
         })
     }
 
     /// Whether frames may be longer than one buffer: RCTL.LPE.
     pub(crate) fn long(self) -> bool {
-        self.max_len > regs::MAX_FRAME_LEN
+        self.long
     }
 
     /// The receive buffers these frames need.
@@ -68,6 +74,7 @@ impl Default for RxFrames {
     fn default() -> Self {
         Self {
             max_len: regs::MAX_FRAME_LEN,
+            long: false,
         }
     }
 }
@@ -82,6 +89,9 @@ struct Slot<'a> {
 /// What a receive pass saw besides good frames.
 #[derive(Default, Clone, Copy)]
 pub(crate) struct RxDone {
+    /// Descriptors the pass took from the device: the poll's work, which a long frame spreads over
+    /// several (counting frames would end the poll with finished descriptors left behind).
+    pub(crate) descriptors: usize,
     pub(crate) frames: Done,
     pub(crate) errors: u64,
     pub(crate) length_errors: u64,
@@ -270,6 +280,7 @@ impl<'a> RxRing<'a> {
             tail = Some(i);
             self.next_to_clean = self.size.next(i);
         }
+        done.descriptors = seen;
         (done, tail)
     }
 }

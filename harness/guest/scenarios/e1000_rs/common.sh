@@ -9,3 +9,11 @@ up() {
 }
 # stat NAME: a counter of eth0
 stat() { net_stat eth0 "$1"; }
+# counted_during STAT GO_PORT SENT_PORT: how much eth0's counter STAT grew while the peer, told to go
+# on GO_PORT, sent its frames and said so on SENT_PORT.
+counted_during() {
+    before=$(stat "$1")
+    echo go | netpipe send "$PEER" "$2" &&
+    timeout 120 netpipe recv "$3" | grep -q sent &&
+    echo $(( $(stat "$1") - before ))
+}

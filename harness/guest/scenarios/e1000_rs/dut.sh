@@ -51,12 +51,7 @@ check still-alive-after-malformed ping -c 3 -W 2 $PEER
 
 # The receive filter. Each time, the peer sends 20 frames of 1514 bytes to one address.
 # rx_bytes_during GO_PORT SENT_PORT: what eth0 received meanwhile, in bytes
-rx_bytes_during() {
-    before=$(stat rx_bytes)
-    echo go | netpipe send $PEER "$1" &&
-    timeout 120 netpipe recv "$2" | grep -q sent &&
-    echo $(( $(stat rx_bytes) - before ))
-}
+rx_bytes_during() { counted_during rx_bytes "$1" "$2"; }
 # Frames to another station's address (02:00:00:00:00:99) pass only in promiscuous mode.
 diag "foreign_rx_bytes_filtered=$(rx_bytes_during 5005 5006)"
 check promiscuous-on ip link set eth0 promisc on

@@ -26,6 +26,22 @@ link_settings() {
 # sha_of_received PORT [SECONDS]: the sha256 of what arrives on PORT.
 sha_of_received() { timeout "${2:-300}" netpipe recv "$1" | sha256sum | cut -d' ' -f1; }
 
+# ring_size_answers: ring sizes out of range, rounded or refused, as the host compares them between
+# the drivers; then the default sizes again.
+ring_size_answers() {
+    check resize-rounded ethtool -G eth0 rx 100 tx 10
+    diag "rings_rounded=$(oneline ethtool -g eth0)"
+    diag "rings_too_large=$(answer ethtool -G eth0 rx 5000)"
+    diag "rings_after_refusal=$(oneline ethtool -g eth0)"
+    check resize-default ethtool -G eth0 rx 256 tx 256
+}
+
+# mtu_answers: what ip says to MTUs beyond the bounds, as the host compares them between the drivers.
+mtu_answers() {
+    diag "mtu_too_large=$(answer /bin/ip link set eth0 mtu 20000)"
+    diag "mtu_too_small=$(answer /bin/ip link set eth0 mtu 40)"
+}
+
 # The offload states each transfer runs in: the feature ethtool -K turns off for it ("all" is every
 # one on).
 # shellcheck disable=SC2034 # read by dut.sh and peer.sh

@@ -77,11 +77,7 @@ wait $receiver
 diag "dut_received_sha_16=$(cat /tmp/recv.sha)"
 diag "rings_resized=$(oneline ethtool -g eth0)"
 # Out of range: rounded and raised as the C driver does, and refused above the most.
-check resize-rounded ethtool -G eth0 rx 100 tx 10
-diag "rings_rounded=$(oneline ethtool -g eth0)"
-diag "rings_too_large=$(answer ethtool -G eth0 rx 5000)"
-diag "rings_after_refusal=$(oneline ethtool -g eth0)"
-check resize-default ethtool -G eth0 rx 256 tx 256
+ring_size_answers
 check ping-after-resize wait_for 30 ping -c 1 -W 1 $PEER
 
 # MTU: jumbo frames each way at 9000, live changes under traffic, and what no MTU may be.
@@ -109,8 +105,7 @@ done
 wait $sender
 check mtu-changes-send-finished grep -qx 0 /tmp/send.rc
 # No MTU beyond the bounds; nothing changes.
-diag "mtu_too_large=$(answer /bin/ip link set eth0 mtu 20000)"
-diag "mtu_too_small=$(answer /bin/ip link set eth0 mtu 40)"
+mtu_answers
 check mtu-unchanged grep -qx 1500 /sys/class/net/eth0/mtu
 check ping-at-1500 wait_for 30 ping -c 1 -W 1 $PEER
 
@@ -124,15 +119,8 @@ check vlan-ping wait_for 30 ping -c 3 -W 2 169.254.5.2
 diag "vlan_features=$(ethtool -k eth0 | grep -E '^(rx|tx)-vlan-(offload|hw-insert)|^rx-vlan-filter' | tr -s ' \t' ' ' | tr '\n' '|')"
 check vlan-send netpipe send 169.254.5.2 6501 </tmp/out
 diag "dut_received_sha_vlan=$(sha_of_received 6502)"
-# vlan_rx_packets_during GO_PORT SENT_PORT: frames the driver received meanwhile.
-vlan_rx_packets_during() {
-    before=$(stat rx_packets)
-    echo go | netpipe send $PEER "$1" &&
-        timeout 120 netpipe recv "$2" | grep -q sent &&
-        echo $(($(stat rx_packets) - before))
-}
-diag "vlan5_rx_packets=$(vlan_rx_packets_during 6503 6504)"
-diag "vlan7_rx_packets=$(vlan_rx_packets_during 6505 6506)"
+diag "vlan5_rx_packets=$(counted_during rx_packets 6503 6504)"
+diag "vlan7_rx_packets=$(counted_during rx_packets 6505 6506)"
 # Stripping off takes insertion with it (one bit, CTRL.VME), and VLAN 5 still works in software.
 check vlan-stripping-off ethtool -K eth0 rxvlan off
 diag "vlan_features_off=$(ethtool -k eth0 | grep -E '^(rx|tx)-vlan-(offload|hw-insert)' | tr -s ' \t' ' ' | tr '\n' '|')"
@@ -151,7 +139,8 @@ sleep 1
 check stop-transmitter mmio "$bar" 0x400 $((tctl & ~2))
 check tx-timeout-logged wait_for 30 sh -c 'dmesg | grep -q "transmit timed out"'
 check reset-logged wait_for 30 sh -c 'dmesg | grep -q "resetting the adapter"'
-check transmitter-enabled-again sh -c "test \$((\$(mmio $bar 0x400) & 2)) = 2"
+transmitter_enabled() { test $(($(mmio "$bar" 0x400) & 2)) = 2; }
+check transmitter-enabled-again wait_for 30 transmitter_enabled
 check ping-after-reset wait_for 30 ping -c 1 -W 1 $PEER
 kill $pinger 2>/dev/null
 wait $pinger 2>/dev/null
@@ -159,18 +148,27 @@ diag "tx_timeout_count=$(hw_stat tx_timeout_count)"
 
 # Suspend to idle, stopped by pm_test after the devices' callbacks: e1000_rs goes down and comes
 # back up with its link, addresses and filters, and a transfer crosses.
+carrier_changes=$(cat /sys/class/net/eth0/carrier_changes)
 check pm-test-devices sh -c 'echo devices >/sys/power/pm_test'
 check suspend-resume sh -c 'echo freeze >/sys/power/state'
 check devices-were-suspended sh -c 'dmesg | grep -q "suspend debug: Waiting"'
+# The driver's callbacks ran: the link went down with the interface, and up again.
+check driver-suspended-and-resumed test $(($(cat /sys/class/net/eth0/carrier_changes) - carrier_changes)) -ge 2
 check carrier-after-resume wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
 check ping-after-resume wait_for 30 ping -c 1 -W 1 $PEER
 check ping6-after-resume wait_for 30 ping -6 -c 1 -W 1 $PEER6
 check send-after-resume netpipe send $PEER 6600 </tmp/out
 
-echo finished | netpipe send $PEER 6400
 check unload rmmod e1000_rs
-# Loaded and up again, for the shutdown callback at the VM's reboot (the host looks for it).
-check reload insmod /modules/e1000_rs.ko
+# Copying both ways, at MTU 9000: long frames copied out buffer after buffer. The module stays
+# loaded and up for the shutdown callback at the VM's reboot (the host looks for it).
+check reload-copying insmod /modules/e1000_rs.ko tx_copy=1 rx_copy=1
 check reload-interface wait_for 10 test -d /sys/class/net/eth0
-check reload-up ip link set eth0 up
+up $DUT $DUT6
+check copying-mtu-9000 /bin/ip link set eth0 mtu 9000
+check copying-carrier wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+check copying-ping-jumbo wait_for 30 ping -c 3 -s 8000 -W 2 $PEER
+check copying-send-jumbo netpipe send $PEER 6700 </tmp/out
+diag "dut_received_sha_copying_jumbo=$(sha_of_received 6701)"
+echo finished | netpipe send $PEER 6400
 

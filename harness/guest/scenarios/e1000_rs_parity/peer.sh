@@ -35,11 +35,7 @@ check send-during-resize netpipe send $DUT 6201 </tmp/out
 wait $receiver
 diag "peer_received_sha_16=$(cat /tmp/recv.sha)"
 # The same out-of-range ring sizes, for the host to compare.
-check resize-rounded ethtool -G eth0 rx 100 tx 10
-diag "rings_rounded=$(oneline ethtool -g eth0)"
-diag "rings_too_large=$(answer ethtool -G eth0 rx 5000)"
-diag "rings_after_refusal=$(oneline ethtool -g eth0)"
-check resize-default ethtool -G eth0 rx 256 tx 256
+ring_size_answers
 check carrier-after-resize wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
 
 check mtu-9000 /bin/ip link set eth0 mtu 9000
@@ -56,8 +52,7 @@ check mtu-9000-again /bin/ip link set eth0 mtu 9000
 wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
 echo sent | netpipe send $DUT 6304
 diag "peer_received_sha_mtu_changes=$(sha_of_received 6305)"
-diag "mtu_too_large=$(answer /bin/ip link set eth0 mtu 20000)"
-diag "mtu_too_small=$(answer /bin/ip link set eth0 mtu 40)"
+mtu_answers
 
 # 802.1Q, with the DUT: VLAN 5 on both ends; frames of VLAN 5 and of VLAN 7 sent to the DUT.
 check vlan-add /bin/ip link add link eth0 name eth0.5 type vlan id 5
@@ -82,4 +77,6 @@ diag "vlan_features_off=$(ethtool -k eth0 | grep -E '^(rx|tx)-vlan-(offload|hw-i
 check vlan-stripping-on ethtool -K eth0 rxvlan on
 
 diag "peer_received_sha_resumed=$(sha_of_received 6600)"
+diag "peer_received_sha_copying_jumbo=$(sha_of_received 6700)"
+check send-copying-jumbo netpipe send $DUT 6701 </tmp/out
 check dut-finished sh -c 'timeout 600 netpipe recv 6400 | grep -q finished'
