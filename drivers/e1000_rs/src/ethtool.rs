@@ -176,7 +176,8 @@ pub(crate) unsafe fn get_sset_count<A: Ethtool>(_dev: *mut NetDevice, set: c_int
     if set == bindings::ethtool_stringset_ETH_SS_STATS as c_int {
         A::STAT_COUNT as c_int
     } else {
-        EOPNOTSUPP.to_errno()
+        // Not `EOPNOTSUPP.to_errno()`: 7.2's kernel crate does not name it.
+        -(bindings::EOPNOTSUPP as c_int)
     }
 }
 

@@ -42,6 +42,15 @@ mtu_answers() {
     diag "mtu_too_small=$(answer /bin/ip link set eth0 mtu 40)"
 }
 
+# feature_answers: what ethtool says to feature changes the hardware cannot make (insertion without
+# stripping, the VLAN filter off), and the features after them, as the host compares them between
+# the drivers.
+feature_answers() {
+    diag "txvlan_off=$(answer ethtool -K eth0 txvlan off)"
+    diag "vlan_filter_off=$(answer ethtool -K eth0 rx-vlan-filter off)"
+    diag "features_after_refusals=$(ethtool -k eth0 | grep -E '^(rx|tx)-vlan-(offload|filter)' | tr -s ' \t' ' ' | tr '\n' '|')"
+}
+
 # The offload states each transfer runs in: the feature ethtool -K turns off for it ("all" is every
 # one on).
 # shellcheck disable=SC2034 # read by dut.sh and peer.sh

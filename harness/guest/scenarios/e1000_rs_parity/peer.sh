@@ -72,9 +72,11 @@ vlan_frames() {
 }
 vlan_frames 6503 6504 eth0.5
 vlan_frames 6505 6506 eth0.7
+vlan_frames 6507 6508 eth0.7
 check vlan-stripping-off ethtool -K eth0 rxvlan off
 diag "vlan_features_off=$(ethtool -k eth0 | grep -E '^(rx|tx)-vlan-(offload|hw-insert)' | tr -s ' \t' ' ' | tr '\n' '|')"
 check vlan-stripping-on ethtool -K eth0 rxvlan on
+feature_answers
 
 diag "peer_received_sha_resumed=$(sha_of_received 6600)"
 diag "peer_received_sha_copying_jumbo=$(sha_of_received 6700)"
