@@ -7,7 +7,7 @@
 
 use kernel::{
     bindings,
-    ffi::{c_int, c_void},
+    ffi::{c_int, c_ulong, c_void},
     prelude::*,
 };
 
@@ -91,8 +91,8 @@ pub(crate) unsafe fn get_link_ksettings<A: Ethtool>(
     // SAFETY: `cmd` is valid and the core's for the call (safety requirement).
     let cmd = unsafe { &mut *cmd };
     // The first word of each mask holds every mode this layer names (bits below 64).
-    cmd.link_modes.supported[0] = link.supported as _;
-    cmd.link_modes.advertising[0] = link.advertising as _;
+    cmd.link_modes.supported[0] = link.supported as c_ulong;
+    cmd.link_modes.advertising[0] = link.advertising as c_ulong;
     let base = &mut cmd.base;
     let (speed, duplex) = match link.speed_duplex {
         Some((speed, full)) => (

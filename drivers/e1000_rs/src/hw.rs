@@ -370,7 +370,12 @@ pub(crate) fn set_receive_filter(bar: &Bar0<'_>, filter: &ReceiveFilter, long_pa
 
 /// Writes VFTA register `index` of `filter` to a running receiver, and RCTL if VLAN filtering
 /// turned on or off.
-pub(crate) fn set_vlan_filter(bar: &Bar0<'_>, filter: &ReceiveFilter, index: usize, long_packets: bool) {
+pub(crate) fn set_vlan_filter(
+    bar: &Bar0<'_>,
+    filter: &ReceiveFilter,
+    index: usize,
+    long_packets: bool,
+) {
     if let Some(bits) = filter.vlans.get(index) {
         // In range: `index` is below `VFTA_ENTRIES`, whose registers lie in BAR 0 (asserted).
         let _ = bar.try_write32(*bits, regs::VFTA + 4 * index);

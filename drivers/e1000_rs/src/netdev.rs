@@ -746,7 +746,9 @@ pub(crate) unsafe fn tx_timeout<A: Interface>(dev: *mut NetDevice) {
 /// As for [`open`].
 pub(crate) unsafe fn fix_features<A: Interface>(dev: *mut NetDevice, features: u64) -> u64 {
     // SAFETY: As in `open`.
-    unsafe { adapter::<A>(dev) }.fix_features(FeatureSet(features)).0
+    unsafe { adapter::<A>(dev) }
+        .fix_features(FeatureSet(features))
+        .0
 }
 
 /// `ndo_set_features`.

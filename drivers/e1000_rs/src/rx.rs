@@ -383,7 +383,7 @@ impl RxRing<'_> {
         done: &mut RxDone,
     ) -> Option<Skb> {
         let so_far = self.partial.as_ref().map_or(0, |(_, len)| *len);
-        let total = so_far.checked_add(length).unwrap_or(u16::MAX);
+        let total = so_far.saturating_add(length);
         if !self.frames.long()
             || length == 0
             || length > self.piece_len()
