@@ -145,8 +145,11 @@ pub(crate) struct E1000<'bound> {
     reset_work: Work,
     /// The interface is open: interrupts may schedule NAPI.
     running: AtomicBool,
-    /// The system sleeps (between `suspend` and `resume`): the registers are not read.
-    asleep: AtomicBool,
+    /// The statistics registers count: from `start` to `down`, which adds them to the sums before
+    /// the reset clears them. Otherwise (closed, asleep, in a reset) they are not read: nothing
+    /// counts, a device in a low-power state reads all ones, and one in reset must not be read.
+    /// Changed and read under the `hw_stats` lock.
+    counting: AtomicBool,
     irq: u32,
     _vectors: compat::IrqVectors<'bound>,
 }
@@ -211,7 +214,7 @@ impl<'bound> E1000<'bound> {
             // this is; `PinnedDrop` cancels it before this pinned object goes.
             reset_work <- unsafe { Work::new(reset_work_run) },
             running: AtomicBool::new(false),
-            asleep: AtomicBool::new(false),
+            counting: AtomicBool::new(false),
             _vectors: compat::alloc_irq_vectors(bound, 1, 1)?,
             irq: compat::vector_irq(_vectors, 0)?,
             _: {
@@ -251,7 +254,7 @@ impl PinnedDrop for E1000<'_> {
         this.netdev.unregister();
         // A reset scheduled before finds the interface down and does nothing.
         this.reset_work.cancel_sync();
-        // Disarmed by `stop` already; nothing fires into what goes below.
+        // Disarmed by `down` already; nothing fires into what goes below.
         this.reap_timer.shut_down();
         // SAFETY: Requested in probe with this cookie (type invariant); freed once, here.
         unsafe { bindings::free_irq(this.irq, core::ptr::from_ref(this).cast_mut().cast()) };
@@ -490,8 +493,6 @@ impl<'bound> E1000<'bound> {
         self.netdev.with_rtnl(|| {
             self.netdev.detach();
             self.down();
-            hw::add_statistics(&self.bar, &mut self.hw_stats.lock());
-            self.asleep.store(true, Ordering::Release);
         });
         // A reset asked for before finds the interface down.
         self.reset_work.cancel_sync();
@@ -502,8 +503,6 @@ impl<'bound> E1000<'bound> {
     pub(crate) fn resume(&self) -> Result {
         self.netdev.with_rtnl(|| {
             hw::reset(&self.bar);
-            // The reset cleared the statistics registers, which the sums hold.
-            self.asleep.store(false, Ordering::Release);
             let result = if self.netdev.is_up() {
                 self.open()
             } else {
@@ -556,6 +555,10 @@ impl<'bound> E1000<'bound> {
         unsafe { self.rings.set(Some((tx, rx))) };
         hw::start(bar, rx_tail, &settings.filter, settings.frames.long());
         hw::set_vlan_stripping(bar, settings.vlan_tags);
+        {
+            let _stats = self.hw_stats.lock();
+            self.counting.store(true, Ordering::Relaxed);
+        }
         self.netdev.reset_queue();
         // What the last poll before `stop` left: interrupts are enabled below, and no poll runs.
         self.masks_undone
@@ -587,8 +590,12 @@ impl<'bound> E1000<'bound> {
         // NAPI is disabled, this waits for the last transmit and none follows.
         self.netdev.disable_transmit();
         // The chip's reset clears the statistics registers: what they counted goes into the sums
-        // first.
-        hw::add_statistics(&self.bar, &mut self.hw_stats.lock());
+        // first, and they are not read again until `start`.
+        {
+            let mut stats = self.hw_stats.lock();
+            hw::add_statistics(&self.bar, &mut stats);
+            self.counting.store(false, Ordering::Relaxed);
+        }
         hw::reset(&self.bar);
         // SAFETY: `irq` is requested (type invariant); this waits for a running handler.
         unsafe { bindings::synchronize_irq(self.irq) };
@@ -618,11 +625,10 @@ impl<'bound> E1000<'bound> {
         Ok(())
     }
 
-    /// The statistics registers, read and added up; while the device sleeps, the sums as they
-    /// were (a device in a low-power state reads all ones).
+    /// The statistics registers, read and added up while they count; otherwise the sums.
     fn hw_stats(&self) -> HwStats {
         let mut stats = self.hw_stats.lock();
-        if !self.asleep.load(Ordering::Acquire) {
+        if self.counting.load(Ordering::Relaxed) {
             hw::add_statistics(&self.bar, &mut stats);
         }
         *stats
