@@ -453,21 +453,7 @@ impl Interface for E1000<'_> {
 
     /// `ndo_get_stats64`.
     fn stats(&self) -> Stats {
-        let hw = self.hw_stats();
-        let c = &self.counters;
-        let length_errors = c.rx_length_errors.get() + hw.all_length_errors();
-        Stats {
-            rx_packets: c.rx_packets.get(),
-            rx_bytes: c.rx_bytes.get(),
-            tx_packets: c.tx_packets.get(),
-            tx_bytes: c.tx_bytes.get(),
-            rx_errors: c.rx_errors.get() + hw.crc_errors + hw.all_length_errors(),
-            rx_dropped: c.rx_dropped.get(),
-            tx_dropped: c.tx_dropped.get(),
-            rx_length_errors: length_errors,
-            rx_crc_errors: hw.crc_errors,
-            rx_missed_errors: hw.missed,
-        }
+        self.stats_with(&self.hw_stats())
     }
 
     /// `ndo_set_mac_address`.
@@ -623,6 +609,24 @@ impl<'bound> E1000<'bound> {
         }
         *settings = changed;
         Ok(())
+    }
+
+    /// The interface's statistics, with the registers' sums `hw`.
+    fn stats_with(&self, hw: &HwStats) -> Stats {
+        let c = &self.counters;
+        let length_errors = c.rx_length_errors.get() + hw.all_length_errors();
+        Stats {
+            rx_packets: c.rx_packets.get(),
+            rx_bytes: c.rx_bytes.get(),
+            tx_packets: c.tx_packets.get(),
+            tx_bytes: c.tx_bytes.get(),
+            rx_errors: c.rx_errors.get() + hw.crc_errors + hw.all_length_errors(),
+            rx_dropped: c.rx_dropped.get(),
+            tx_dropped: c.tx_dropped.get(),
+            rx_length_errors: length_errors,
+            rx_crc_errors: hw.crc_errors,
+            rx_missed_errors: hw.missed,
+        }
     }
 
     /// The statistics registers, read and added up while they count; otherwise the sums.
@@ -806,8 +810,8 @@ impl Ethtool for E1000<'_> {
     }
 
     fn stat_values(&self, values: &mut [u64]) {
-        let stats = self.stats();
-        let hw = *self.hw_stats.lock();
+        let hw = self.hw_stats();
+        let stats = self.stats_with(&hw);
         let sources = StatSources {
             hw: &hw,
             stats: &stats,

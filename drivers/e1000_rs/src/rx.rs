@@ -108,6 +108,8 @@ pub(crate) struct RxRing<'a> {
     dev: &'a Device<Bound>,
     size: RingSize,
     frames: RxFrames,
+    /// Bytes one buffer holds: a coherent buffer's 2048, or a mapped one's frame part.
+    piece_len: u16,
     desc: Coherent<'a, RxDesc>,
     slots: KVec<Option<Slot<'a>>>,
     next_to_clean: usize,
@@ -134,6 +136,11 @@ impl<'a> RxRing<'a> {
             dev,
             size,
             frames,
+            piece_len: if copy {
+                regs::RX_BUFFER_SIZE
+            } else {
+                frames.buffer_len().frame_len() as u16
+            },
             desc: Coherent::alloc(dev, count, Gfp::KERNEL)?,
             slots: KVec::with_capacity(count, GFP_KERNEL)?,
             next_to_clean: 0,
@@ -243,8 +250,7 @@ impl<'a> RxRing<'a> {
                 // SAFETY: From the NAPI poll (safety requirement); the device is done with the
                 // descriptor.
                 unsafe { self.add_piece(i, length, end_of_packet, napi, &mut done) }
-            } else if !(ETH_HLEN..=self.piece_len()).contains(&length)
-                || length > self.frames.max_len
+            } else if !(ETH_HLEN..=self.piece_len).contains(&length) || length > self.frames.max_len
             {
                 // A frame longer than the MTU's, or than the buffer holds (the device's fault).
                 done.length_errors += 1;
@@ -344,15 +350,6 @@ impl RxRing<'_> {
         unsafe { buffer.into_skb(u32::from(length)) }
     }
 
-    /// Bytes one buffer holds.
-    fn piece_len(&self) -> u16 {
-        if self.copy.is_some() {
-            regs::RX_BUFFER_SIZE
-        } else {
-            self.frames.buffer_len().frame_len() as u16
-        }
-    }
-
     /// Leaves descriptor `i`'s buffer where it is, for the device to fill again.
     fn recycle(&mut self, i: usize) {
         if let Some(slot) = self.slots[i].as_mut() {
@@ -386,7 +383,7 @@ impl RxRing<'_> {
         let total = so_far.saturating_add(length);
         if !self.frames.long()
             || length == 0
-            || length > self.piece_len()
+            || length > self.piece_len
             || total > self.frames.max_len
             || (end_of_packet && total < ETH_HLEN)
         {
