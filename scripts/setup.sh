@@ -15,7 +15,7 @@ APT_PACKAGES=(
 	build-essential bc flex bison libelf-dev libssl-dev cpio xz-utils kmod python3 unzip
 	rustc-web rust-web-src rust-web-clippy
 	clang-19 lld-19 llvm-19
-	busybox-static e2fsprogs ethtool iproute2
+	busybox-static e2fsprogs ethtool iproute2 nvme-cli
 	shellcheck mmdebstrap
 )
 

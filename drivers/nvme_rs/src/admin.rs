@@ -76,26 +76,53 @@ impl<'a> AdminQueue<'a> {
     /// does not complete in time `ETIMEDOUT`. Returns the completion's result (DW0).
     pub(crate) fn execute(&mut self, bar: &Bar0<'_>, command: impl Into<Command>) -> Result<u32> {
         let mut command = command.into();
+        let done = self.submit_and_wait(bar, &mut command, self.timeout_ms)?;
+        self.check(&command, &done)
+    }
+
+    /// Submits a command from user space (passthrough) and waits for its completion, for
+    /// `timeout_ms` and at least the driver's own admin timeout: a shorter wait would leave the
+    /// command, and the memory it points to, in the controller's hands. Returns the completion
+    /// whatever its status; `ETIMEDOUT` if there was none in time.
+    pub(crate) fn execute_user(
+        &mut self,
+        bar: &Bar0<'_>,
+        mut command: Command,
+        timeout_ms: u32,
+    ) -> Result<Completion> {
+        let timeout_ms = self.timeout_ms.max(i64::from(timeout_ms));
+        self.submit_and_wait(bar, &mut command, timeout_ms)
+    }
+
+    /// Gives `command` the next command identifier, submits it and polls for its completion for
+    /// `timeout_ms` milliseconds.
+    fn submit_and_wait(
+        &mut self,
+        bar: &Bar0<'_>,
+        command: &mut Command,
+        timeout_ms: i64,
+    ) -> Result<Completion> {
         // Command identifiers only need to be unique among outstanding commands, and there is at
         // most one, plus stale ones of commands that timed out.
         command.set_cid(self.next_cid);
         self.next_cid = self.next_cid.wrapping_add(1);
-        self.sq.submit(bar, command)?;
-        let lost = self.lost_cid == Some(command.cid());
+        self.sq.submit(bar, *command)?;
+        let cid = command.cid();
+        let lost = self.lost_cid == Some(cid);
         let cq = &mut self.cq;
         // Every completion that arrives is consumed; only this command's ends the wait.
         let take_ours = || -> Result<Option<Completion>> {
             while let Some(done) = cq.pop() {
                 cq.ring_doorbell(bar, None)?;
-                if done.cid == command.cid() && !lost {
+                if done.cid == cid && !lost {
                     return Ok(Some(done));
                 }
             }
             Ok(None)
         };
-        let timeout = Delta::from_millis(self.timeout_ms);
+        let timeout = Delta::from_millis(timeout_ms);
         match read_poll_timeout(take_ours, Option::is_some, Delta::from_micros(50), timeout) {
-            Ok(Some(done)) => self.check(&command, &done),
+            Ok(Some(done)) => Ok(done),
             Err(e) if e != ETIMEDOUT => Err(e),
             // Timed out (`Ok(None)` is what the condition never lets through).
             _ => {

@@ -90,6 +90,65 @@ impl Command {
     }
 }
 
+/// A command from user space (the passthrough ioctls), as given: its opcode, NSID, and command
+/// dwords 2, 3 and 10 to 15. Its data pointer is the driver's ([`Command::set_prps`]); the flags
+/// (PRPs) and the metadata pointer stay zero.
+pub(crate) struct UserCommand {
+    pub(crate) opcode: u8,
+    pub(crate) nsid: u32,
+    pub(crate) cdw2: u32,
+    pub(crate) cdw3: u32,
+    /// Command dwords 10 to 15.
+    pub(crate) cdw10_15: [u32; 6],
+}
+
+/// Opcodes from here on are vendor specific.
+const VENDOR_SPECIFIC_OPCODES: u8 = 0xc0;
+/// The Fabrics command's opcode.
+const FABRICS: u8 = 0x7f;
+
+impl UserCommand {
+    /// Whether the command moves data to the controller (the opcode's data transfer bits, 01b or
+    /// 11b); otherwise data, if any, comes from it.
+    pub(crate) fn to_device(&self) -> bool {
+        self.opcode & 0x1 != 0
+    }
+
+    /// Whether the command is vendor specific or a Fabrics command, whose effects nobody knows.
+    pub(crate) fn is_vendor_or_fabrics(&self) -> bool {
+        self.opcode >= VENDOR_SPECIFIC_OPCODES || self.opcode == FABRICS
+    }
+
+    /// The CNS of an admin Identify; `None` for other commands.
+    pub(crate) fn identify_cns(&self) -> Option<u8> {
+        (self.opcode == admin::IDENTIFY).then_some(self.cdw10_15[0] as u8)
+    }
+
+    /// The Feature Identifier of an admin Set Features; `None` for other commands.
+    pub(crate) fn set_features_fid(&self) -> Option<u8> {
+        (self.opcode == admin::SET_FEATURES).then_some(self.cdw10_15[0] as u8)
+    }
+}
+
+impl From<UserCommand> for Command {
+    fn from(user: UserCommand) -> Self {
+        let [cdw10, cdw11, cdw12, cdw13, cdw14, cdw15] = user.cdw10_15;
+        Self {
+            opcode: user.opcode,
+            nsid: user.nsid,
+            cdw2: user.cdw2,
+            cdw3: user.cdw3,
+            cdw10,
+            cdw11,
+            cdw12,
+            cdw13,
+            cdw14,
+            cdw15,
+            ..Self::default()
+        }
+    }
+}
+
 /// A completion queue entry (16 bytes).
 #[repr(C)]
 #[derive(Clone, Copy, Default, Debug)]
@@ -113,6 +172,11 @@ impl Completion {
     /// The status field without the phase tag: 0 is success.
     pub(crate) fn status_field(&self) -> u16 {
         self.status >> 1
+    }
+
+    /// The command specific result of DW0 and DW1, as the 64-bit passthrough ioctls return it.
+    pub(crate) fn result64(&self) -> u64 {
+        u64::from(self.result) | (u64::from(self.reserved) << 32)
     }
 }
 

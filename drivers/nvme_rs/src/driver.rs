@@ -10,6 +10,7 @@
 
 mod admin;
 mod blk;
+mod chardev;
 mod command;
 #[allow(dead_code, unused_imports, unused_macros, reason = "vendored")]
 mod compat;
@@ -17,6 +18,7 @@ mod controller;
 mod dma_local;
 mod io;
 mod namespace;
+mod passthrough;
 mod prp;
 mod queue;
 mod regs;
@@ -33,10 +35,12 @@ use kernel::{
 };
 
 use blk::{Disk, TagSet};
+use chardev::ControllerDevice;
 use controller::Controller;
 use dma_local::{Coherent, Gfp, Mask};
 use io::{IoQueue, SentCounts};
 use namespace::{ControllerLimits, Namespace};
+use passthrough::Passthrough;
 
 kernel::module_pci_driver! {
     type: NvmeDriver,
@@ -132,6 +136,8 @@ impl Drop for Instance {
 /// A bound NVMe controller. It is built step by step in probe, and `Drop` tears down whatever
 /// exists, in the order that keeps the controller from touching freed memory.
 pub(crate) struct Nvme<'bound> {
+    /// `/dev/rsnvme<C>`, once the disks are there.
+    chardev: Option<Pin<KBox<ControllerDevice<'bound>>>>,
     disks: KVec<Disk>,
     tag_set: Option<TagSet>,
     namespaces: KVec<KBox<Namespace>>,
@@ -194,6 +200,8 @@ impl<'bound> Nvme<'bound> {
             )
         }?;
         namespace::add_disks(&ctrl, &mut nvme.disks)?;
+        let passthrough = Passthrough::new(ctrl.clone(), limits.max_transfer, nvme.disks.len());
+        nvme.chardev = Some(ControllerDevice::new(passthrough, nvme.instance.0)?);
         nvme.announce(&limits);
         Ok(nvme)
     }
@@ -202,6 +210,7 @@ impl<'bound> Nvme<'bound> {
     /// ([`Controller::new`]), and takes a controller number for the disks' names.
     fn enable(pdev: &'bound pci::Device<Bound>) -> Result<Self> {
         Ok(Nvme {
+            chardev: None,
             disks: KVec::new(),
             tag_set: None,
             namespaces: KVec::new(),
@@ -245,6 +254,8 @@ unsafe fn set_dma_limits(pdev: &pci::Device<Bound>) -> Result {
 
 impl Drop for Nvme<'_> {
     fn drop(&mut self) {
+        // No ioctl runs or starts from here on.
+        self.chardev = None;
         let ctrl = self.ctrl.clone();
         if !ctrl.is_present() {
             // Surprise removal: nothing will complete, so end everything in flight now, or deleting

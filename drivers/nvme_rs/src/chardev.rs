@@ -1,0 +1,189 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The controller's character device, `/dev/rsnvme<C>` (the C driver's `/dev/nvme<C>`), and the
+//! NVMe ioctls on it that nvme-cli uses.
+//!
+//! An open file outlives the driver's binding (a process may hold it across an unbind), so a file
+//! holds only a [`Gate`], which reaches the controller while the device is bound: removal closes it,
+//! waiting for an ioctl in progress, and later ioctls get `ENODEV`, as with the C driver.
+
+use core::ptr::NonNull;
+
+use kernel::{
+    fs::File,
+    ioctl::{_IO, _IOWR},
+    miscdevice::{MiscDevice, MiscDeviceOptions, MiscDeviceRegistration},
+    new_mutex,
+    prelude::*,
+    sync::{Arc, ArcBorrow, Mutex},
+};
+
+use crate::passthrough::{Passthrough, PassthruCmd, PassthruCmd64};
+
+/// The NVMe ioctls (`linux/nvme_ioctl.h`).
+const NVME_IOCTL_ADMIN_CMD: u32 = _IOWR::<PassthruCmd>(b'N' as u32, 0x41);
+const NVME_IOCTL_IO_CMD: u32 = _IOWR::<PassthruCmd>(b'N' as u32, 0x43);
+const NVME_IOCTL_ADMIN64_CMD: u32 = _IOWR::<PassthruCmd64>(b'N' as u32, 0x47);
+const NVME_IOCTL_IO64_CMD: u32 = _IOWR::<PassthruCmd64>(b'N' as u32, 0x48);
+// `NVME_IOCTL_ID` is for a namespace's device: `ENOTTY` here, as from C, which tells nvme-cli it
+// holds a controller.
+const _NVME_IOCTL_ID: u32 = _IO(b'N' as u32, 0x40);
+
+/// The devices' names, `rsnvme0` to `rsnvme63` (one per controller number), NUL-terminated and
+/// `'static`, as a misc device's name must be.
+static NAMES: [[u8; 9]; 64] = names();
+
+const fn names() -> [[u8; 9]; 64] {
+    let mut names = [[0u8; 9]; 64];
+    let mut i = 0;
+    while i < 64 {
+        let mut j = 0;
+        while j < 6 {
+            names[i][j] = b"rsnvme"[j];
+            j += 1;
+        }
+        if i < 10 {
+            names[i][6] = b'0' + i as u8;
+        } else {
+            names[i][6] = b'0' + (i / 10) as u8;
+            names[i][7] = b'0' + (i % 10) as u8;
+        }
+        i += 1;
+    }
+    names
+}
+
+/// What a file reaches: the controller's [`Passthrough`] while the device is bound.
+#[pin_data]
+pub(crate) struct Gate {
+    #[pin]
+    target: Mutex<Option<Published>>,
+}
+
+/// A pointer to the [`Passthrough`] of a bound controller, its lifetime erased.
+///
+/// # Invariants
+///
+/// It points to the `passthrough` of a live, pinned [`ControllerDevice`], which takes it out of
+/// its gate (under the gate's lock) before it goes.
+struct Published(NonNull<Passthrough<'static>>);
+
+// SAFETY: The pointer is only followed under the gate's lock, from any thread; `Passthrough` is
+// used by one thread at a time that way.
+unsafe impl Send for Published {}
+
+/// The character device of a bound controller.
+#[pin_data(PinnedDrop)]
+pub(crate) struct ControllerDevice<'a> {
+    passthrough: Passthrough<'a>,
+    gate: Arc<Gate>,
+    #[pin]
+    registration: MiscDeviceRegistration<ControllerFile>,
+}
+
+impl<'a> ControllerDevice<'a> {
+    /// Registers `/dev/rsnvme<instance>` for `passthrough`'s controller.
+    pub(crate) fn new(passthrough: Passthrough<'a>, instance: u32) -> Result<Pin<KBox<Self>>> {
+        let bytes = NAMES.get(instance as usize).ok_or(EINVAL)?;
+        let name = CStr::from_bytes_until_nul(bytes).map_err(|_| EINVAL)?;
+        KBox::try_pin_init(
+            try_pin_init!(&this in Self {
+                passthrough,
+                gate: Arc::pin_init(
+                    try_pin_init!(Gate {
+                        // INVARIANT: the field is initialised (the fields are in order) and pinned
+                        // with `self`, whose drop closes the gate first.
+                        target <- new_mutex!(Some(Published(
+                            // SAFETY: `this` is the struct being initialised; no reference to it
+                            // is made.
+                            unsafe { NonNull::new_unchecked(
+                                (&raw mut (*this.as_ptr()).passthrough).cast()
+                            ) }
+                        ))),
+                    }),
+                    GFP_KERNEL,
+                )?,
+                // Files can be opened from here on: the gate is open.
+                registration <- MiscDeviceRegistration::register(MiscDeviceOptions { name }),
+            }),
+            GFP_KERNEL,
+        )
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for ControllerDevice<'_> {
+    fn drop(self: Pin<&mut Self>) {
+        // Waits for an ioctl in progress; the files still open find the gate closed.
+        *self.gate.target.lock() = None;
+    }
+}
+
+/// An open `/dev/rsnvme<C>`.
+pub(crate) struct ControllerFile;
+
+#[vtable]
+impl MiscDevice for ControllerFile {
+    type Ptr = Arc<Gate>;
+
+    fn open(_file: &File, misc: &MiscDeviceRegistration<Self>) -> Result<Arc<Gate>> {
+        let registration = core::ptr::from_ref(misc).cast_mut();
+        // SAFETY: Every registration of `ControllerFile` is the `registration` field of a
+        // `ControllerDevice`, which stays registered, and so alive, while a file of it is being
+        // opened. Only its `gate` is read (the lifetime does not change the layout).
+        let gate = unsafe {
+            let device =
+                kernel::container_of!(registration, ControllerDevice<'static>, registration);
+            (*device).gate.clone()
+        };
+        pin_module()?;
+        Ok(gate)
+    }
+
+    fn release(gate: Arc<Gate>, _file: &File) {
+        drop(gate);
+        unpin_module();
+    }
+
+    fn ioctl(gate: ArcBorrow<'_, Gate>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
+        let target = gate.target.lock();
+        let Some(published) = &*target else {
+            return Err(ENODEV);
+        };
+        // SAFETY: Published, so it points to a live `Passthrough` (type invariant), which this
+        // thread alone uses while it holds the gate's lock.
+        let passthrough = unsafe { &mut *published.0.as_ptr().cast::<Passthrough<'_>>() };
+        match cmd {
+            NVME_IOCTL_ADMIN_CMD => passthrough.admin::<PassthruCmd>(arg),
+            NVME_IOCTL_ADMIN64_CMD => passthrough.admin::<PassthruCmd64>(arg),
+            NVME_IOCTL_IO_CMD | NVME_IOCTL_IO64_CMD => passthrough.io_on_controller(),
+            _ => Err(ENOTTY),
+        }
+    }
+}
+
+/// 7.2's misc devices leave their file operations' owner unset, so an open file would not keep
+/// the module loaded: each open file holds a reference. (7.3 sets the owner.)
+#[cfg(kernel_before_7_3)]
+fn pin_module() -> Result {
+    // SAFETY: The module is live: this code runs.
+    if unsafe { kernel::bindings::try_module_get(crate::THIS_MODULE.as_ptr()) } {
+        Ok(())
+    } else {
+        Err(ENODEV)
+    }
+}
+
+#[cfg(kernel_before_7_3)]
+fn unpin_module() {
+    // SAFETY: Taken by `pin_module` at this file's open.
+    unsafe { kernel::bindings::module_put(crate::THIS_MODULE.as_ptr()) };
+}
+
+#[cfg(not(kernel_before_7_3))]
+fn pin_module() -> Result {
+    Ok(())
+}
+
+#[cfg(not(kernel_before_7_3))]
+fn unpin_module() {}

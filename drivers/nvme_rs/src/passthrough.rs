@@ -1,0 +1,345 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Admin commands from user space: the `nvme_passthru_cmd` of the NVMe ioctls, as nvme-cli sends
+//! them, checked as the C driver checks them (who may send what, flags, metadata, lengths), with
+//! the data in a bounce buffer of the driver's.
+//!
+//! The bounce buffer is one per controller, as large as the largest transfer the controller takes,
+//! and its PRPs describe all of it whatever the command's own length: a command that moves more
+//! than its `data_len` (an Identify with a short buffer, a Get Log Page whose NUMD is larger) still
+//! reaches only that buffer, and the caller gets its `data_len` bytes. The buffer is zeroed before
+//! every command, so that no command sees another's data.
+
+use core::mem::offset_of;
+
+use kernel::{
+    bindings,
+    device::{Bound, Device},
+    ffi::c_int,
+    prelude::*,
+    transmute::{AsBytes, FromBytes},
+    uaccess::{UserPtr, UserSlice},
+};
+
+use crate::command::{Command, Completion, UserCommand};
+use crate::controller::Controller;
+use crate::dma_local::{Coherent, Gfp};
+use crate::regs::PAGE_SIZE;
+
+/// `struct nvme_passthru_cmd` (`linux/nvme_ioctl.h`), also `struct nvme_admin_cmd`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub(crate) struct PassthruCmd {
+    opcode: u8,
+    flags: u8,
+    rsvd1: u16,
+    nsid: u32,
+    cdw2: u32,
+    cdw3: u32,
+    metadata: u64,
+    addr: u64,
+    metadata_len: u32,
+    data_len: u32,
+    cdw10: [u32; 6],
+    timeout_ms: u32,
+    result: u32,
+}
+
+/// `struct nvme_passthru_cmd64`: as [`PassthruCmd`], with a 64-bit result (DW0 and DW1).
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub(crate) struct PassthruCmd64 {
+    opcode: u8,
+    flags: u8,
+    rsvd1: u16,
+    nsid: u32,
+    cdw2: u32,
+    cdw3: u32,
+    metadata: u64,
+    addr: u64,
+    metadata_len: u32,
+    data_len: u32,
+    cdw10: [u32; 6],
+    timeout_ms: u32,
+    rsvd2: u32,
+    result: u64,
+}
+
+// The uapi sizes, which the ioctl numbers encode.
+const _: () = assert!(core::mem::size_of::<PassthruCmd>() == 72);
+const _: () = assert!(core::mem::size_of::<PassthruCmd64>() == 80);
+
+// SAFETY: `repr(C)` of integers with no padding (the sizes above are the fields' sum); any bytes
+// are valid.
+unsafe impl FromBytes for PassthruCmd {}
+// SAFETY: As above.
+unsafe impl AsBytes for PassthruCmd {}
+// SAFETY: As above.
+unsafe impl FromBytes for PassthruCmd64 {}
+// SAFETY: As above.
+unsafe impl AsBytes for PassthruCmd64 {}
+
+/// What a passthrough ioctl asks for, whichever its structure.
+pub(crate) struct UserRequest {
+    command: UserCommand,
+    flags: u8,
+    metadata: u64,
+    metadata_len: u32,
+    addr: u64,
+    data_len: u32,
+    timeout_ms: u32,
+}
+
+/// A passthrough ioctl's structure: what it asks for, and where the result goes back.
+pub(crate) trait Passthru: FromBytes + AsBytes + Default {
+    /// The `result` field: DW0, or DW0 and DW1.
+    type Result: AsBytes;
+    /// The byte offset of `result` in the structure.
+    const RESULT_OFFSET: usize;
+
+    fn request(&self) -> UserRequest;
+    fn result(done: &Completion) -> Self::Result;
+}
+
+macro_rules! user_request {
+    ($cmd:expr) => {
+        UserRequest {
+            command: UserCommand {
+                opcode: $cmd.opcode,
+                nsid: $cmd.nsid,
+                cdw2: $cmd.cdw2,
+                cdw3: $cmd.cdw3,
+                cdw10_15: $cmd.cdw10,
+            },
+            flags: $cmd.flags,
+            metadata: $cmd.metadata,
+            metadata_len: $cmd.metadata_len,
+            addr: $cmd.addr,
+            data_len: $cmd.data_len,
+            timeout_ms: $cmd.timeout_ms,
+        }
+    };
+}
+
+impl Passthru for PassthruCmd {
+    type Result = u32;
+    const RESULT_OFFSET: usize = offset_of!(PassthruCmd, result);
+
+    fn request(&self) -> UserRequest {
+        user_request!(self)
+    }
+
+    fn result(done: &Completion) -> u32 {
+        done.result
+    }
+}
+
+impl Passthru for PassthruCmd64 {
+    type Result = u64;
+    const RESULT_OFFSET: usize = offset_of!(PassthruCmd64, result);
+
+    fn request(&self) -> UserRequest {
+        user_request!(self)
+    }
+
+    fn result(done: &Completion) -> u64 {
+        done.result64()
+    }
+}
+
+/// Identify CNS values anyone who may open the device may ask for, as in the C driver: what user
+/// space needs to form I/O commands, nothing sensitive (Namespace, Controller, I/O command set
+/// specific Namespace and Controller, command set independent Namespace).
+const UNPRIVILEGED_IDENTIFY: [u8; 5] = [0x00, 0x01, 0x05, 0x06, 0x08];
+/// Features nobody may set behind the driver's back, as in the C driver: Number of Queues,
+/// Autonomous Power State Transition, Host Memory Buffer, Keep Alive Timer, Host Behavior Support.
+const DRIVER_FEATURES: [u8; 5] = [0x07, 0x0c, 0x0d, 0x0f, 0x16];
+
+/// Whether the caller may send `command` to the controller (C's `nvme_cmd_allowed` for a
+/// controller's device).
+fn allowed(command: &UserCommand) -> bool {
+    // SAFETY: `capable` only reads the current task's credentials.
+    let admin = || unsafe { bindings::capable(bindings::CAP_SYS_ADMIN as c_int) };
+    if command.is_vendor_or_fabrics() {
+        return admin();
+    }
+    if command
+        .identify_cns()
+        .is_some_and(|cns| UNPRIVILEGED_IDENTIFY.contains(&cns))
+    {
+        return true;
+    }
+    if command
+        .set_features_fid()
+        .is_some_and(|fid| DRIVER_FEATURES.contains(&fid))
+    {
+        return false;
+    }
+    admin()
+}
+
+/// The bounce buffer of a controller's passthrough commands, and its PRPs.
+pub(crate) struct Bounce<'a> {
+    data: Coherent<'a, u8>,
+    /// PRP Entry 2: the second page, or the PRP list of all pages after the first; 0 for a
+    /// one-page buffer.
+    prp2: u64,
+    /// The PRP list, if the buffer has more than two pages.
+    _list: Option<Coherent<'a, u64>>,
+}
+
+/// Zeroes for the bounce buffer, a page at a time.
+static ZEROES: [u8; PAGE_SIZE] = [0; PAGE_SIZE];
+
+impl<'a> Bounce<'a> {
+    /// A buffer of `bytes` (rounded up to pages, at most a PRP list page's worth of them).
+    fn new(dev: &'a Device<Bound>, bytes: usize) -> Result<Self> {
+        let pages = bytes.div_ceil(PAGE_SIZE).max(1);
+        if pages - 1 > PAGE_SIZE / 8 {
+            return Err(EINVAL);
+        }
+        let data = Coherent::<u8>::alloc(dev, pages * PAGE_SIZE, Gfp::KERNEL)?;
+        let (prp2, list) = match pages {
+            1 => (0, None),
+            2 => (data.dma_handle_at(PAGE_SIZE)?, None),
+            _ => {
+                let mut list = Coherent::<u64>::alloc(dev, pages - 1, Gfp::KERNEL)?;
+                for page in 1..pages {
+                    list.write(page - 1, data.dma_handle_at(page * PAGE_SIZE)?)?;
+                }
+                (list.dma_handle(), Some(list))
+            }
+        };
+        Ok(Self {
+            data,
+            prp2,
+            _list: list,
+        })
+    }
+
+    /// Zeroes the buffer, copies `len` bytes from `user` into it (data for the controller) or
+    /// checks that `len` bytes at `user` can be written (data from it). `EFAULT` if not.
+    fn prepare(&mut self, user: UserPtr, len: usize, to_device: bool) -> Result {
+        for offset in (0..self.data.count()).step_by(PAGE_SIZE) {
+            self.data.write_from(offset, &ZEROES)?;
+        }
+        let mut chunk = KVec::from_elem(0u8, PAGE_SIZE, GFP_KERNEL)?;
+        if to_device {
+            let mut reader = UserSlice::new(user, len).reader();
+            for offset in (0..len).step_by(PAGE_SIZE) {
+                let piece = &mut chunk[..(len - offset).min(PAGE_SIZE)];
+                reader.read_slice(piece)?;
+                self.data.write_from(offset, piece)?;
+            }
+        } else {
+            // As the C driver, which maps the pages first: a bad buffer fails before the command.
+            let mut writer = UserSlice::new(user, len).writer();
+            for offset in (0..len).step_by(PAGE_SIZE) {
+                writer.write_slice(&ZEROES[..(len - offset).min(PAGE_SIZE)])?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies the first `len` bytes of the buffer to `user`.
+    fn copy_out(&self, user: UserPtr, len: usize) -> Result {
+        let mut chunk = KVec::from_elem(0u8, PAGE_SIZE, GFP_KERNEL)?;
+        let mut writer = UserSlice::new(user, len).writer();
+        for offset in (0..len).step_by(PAGE_SIZE) {
+            let piece = &mut chunk[..(len - offset).min(PAGE_SIZE)];
+            self.data.read_into(offset, piece)?;
+            writer.write_slice(piece)?;
+        }
+        Ok(())
+    }
+}
+
+/// A controller's passthrough: its bounce buffer, made at the first command.
+pub(crate) struct Passthrough<'a> {
+    ctrl: kernel::sync::Arc<Controller<'a>>,
+    /// The largest data transfer, and the bounce buffer's size.
+    max_transfer: usize,
+    /// The namespaces with a disk.
+    namespaces: usize,
+    bounce: Option<Bounce<'a>>,
+}
+
+impl<'a> Passthrough<'a> {
+    /// Passthrough to `ctrl`, whose transfers are at most `max_transfer` bytes, with disks for
+    /// `namespaces` namespaces.
+    pub(crate) fn new(
+        ctrl: kernel::sync::Arc<Controller<'a>>,
+        max_transfer: usize,
+        namespaces: usize,
+    ) -> Self {
+        Self {
+            ctrl,
+            max_transfer,
+            namespaces,
+            bounce: None,
+        }
+    }
+
+    /// Sends the admin command of the `C` at user address `arg` (C's `nvme_user_cmd`): returns 0,
+    /// the NVMe status field of a command that failed, or an error (`EFAULT` for memory the
+    /// caller cannot reach, `EINVAL` for flags, metadata or more data than the controller moves,
+    /// `EACCES` for a command the caller may not send, `EINTR` for one the controller did not
+    /// complete in time). The result goes back to the structure whenever the command completed.
+    pub(crate) fn admin<C: Passthru>(&mut self, arg: usize) -> Result<isize> {
+        let cmd: C = UserSlice::new(UserPtr::from_addr(arg), size_of::<C>())
+            .reader()
+            .read()?;
+        let request = cmd.request();
+        if request.flags != 0 {
+            return Err(EINVAL);
+        }
+        if !allowed(&request.command) {
+            return Err(EACCES);
+        }
+        // The controller's device has no namespace, so no metadata, as in C.
+        if request.metadata != 0 && request.metadata_len != 0 {
+            return Err(EINVAL);
+        }
+        let len = request.data_len as usize;
+        if len > self.max_transfer {
+            return Err(EINVAL);
+        }
+        let data = UserPtr::from_addr(request.addr as usize);
+        let to_device = request.command.to_device();
+        let bounce = match &mut self.bounce {
+            Some(bounce) => bounce,
+            empty => empty.insert(Bounce::new(self.ctrl.pdev.as_ref(), self.max_transfer)?),
+        };
+        bounce.prepare(data, len, to_device)?;
+        let mut command = Command::from(request.command);
+        command.set_prps(bounce.data.dma_handle(), bounce.prp2);
+        // A timeout disables the controller (`admin_command`) before the buffer can be reused.
+        let done = self
+            .ctrl
+            .admin_command(|admin, bar| admin.execute_user(bar, command, request.timeout_ms))
+            .map_err(|e| if e == ETIMEDOUT { EINTR } else { e })?;
+        if !to_device {
+            bounce.copy_out(data, len)?;
+        }
+        UserSlice::new(
+            UserPtr::from_addr(arg + C::RESULT_OFFSET),
+            size_of::<C::Result>(),
+        )
+        .writer()
+        .write(&C::result(&done))?;
+        // Lossless: 15 bits.
+        Ok(done.status_field() as isize)
+    }
+
+    /// An I/O command sent to the controller's device (the deprecated `NVME_IOCTL_IO_CMD` there):
+    /// as from C, `ENOTTY` without a namespace and `EINVAL` with several, where it is ambiguous.
+    /// With one, C sends it to that namespace; this driver has no I/O passthrough yet.
+    pub(crate) fn io_on_controller(&self) -> Result<isize> {
+        match self.namespaces {
+            0 => Err(ENOTTY),
+            // 7.2's kernel crate does not name `EOPNOTSUPP`.
+            1 => Err(Error::from_errno(-(bindings::EOPNOTSUPP as c_int))),
+            _ => Err(EINVAL),
+        }
+    }
+}

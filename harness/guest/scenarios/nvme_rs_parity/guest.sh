@@ -1,0 +1,96 @@
+# shellcheck shell=sh
+# nvme_rs's controller device as nvme-cli and the passthrough ioctls see it, against the C nvme
+# driver's twin: the first controller is nvme_rs's (/dev/rsnvme0), the second the C driver's
+# (/dev/nvme0).
+check load insmod /modules/nvme_rs.ko
+check disks wait_for 20 test -b /dev/rsnvme0n1 -a -b /dev/rsnvme0n2
+check controller-device wait_for 20 test -c /dev/rsnvme0
+check load-c-nvme load_c_nvme
+check c-controller-device wait_for 20 test -c /dev/nvme0
+
+RS=/dev/rsnvme0 C=/dev/nvme0
+# What tells twin controllers apart (serial number, NQN), the device's own name in nvme-cli's
+# headers, and the I/O counters of the SMART log, which follow each disk's own history.
+twin_lines='^sn  *:|^subnqn  *:|^Data Units|^host_(read|write)_commands|^controller_busy_time'
+# nvme_out SUBCOMMAND DEV [OPTIONS...]: nvme-cli's output, without the lines above, one line.
+nvme_out() {
+    sub=$1 dev=$2
+    shift 2
+    out=$(nvme "$sub" "$dev" "$@" 2>&1)
+    rc=$?
+    echo "$out" | grep -Ev "$twin_lines" | sed "s|${dev#/dev/}||g" | tr '\n' '|'
+    echo " rc=$rc"
+}
+# nvme_as_c NAME SUBCOMMAND [OPTIONS...]: nvme-cli prints the same for both controllers.
+nvme_as_c() {
+    name=$1
+    shift
+    rs_out=$(nvme_out "$1" $RS "$@") c_out=$(nvme_out "$1" $C "$@")
+    diag "nvme_$name=$rs_out"
+    [ "$rs_out" = "$c_out" ] || {
+        echo "nvme $*: nvme_rs / C:"
+        echo "$rs_out" | tr '|' '\n' >/tmp/rs.out
+        echo "$c_out" | tr '|' '\n' >/tmp/c.out
+        diff /tmp/rs.out /tmp/c.out
+        return 1
+    }
+}
+check id-ctrl-as-c nvme_as_c id_ctrl id-ctrl
+check id-ns-1-as-c nvme_as_c id_ns_1 id-ns -n 1
+check id-ns-2-as-c nvme_as_c id_ns_2 id-ns -n 2
+check smart-log-as-c nvme_as_c smart_log smart-log
+check error-log-as-c nvme_as_c error_log error-log
+# Every feature nvme-cli names that QEMU has, but those the C driver sets at its start and
+# nvme_rs does not (Asynchronous Event Configuration, Host Behavior Support) and the Timestamp,
+# which counts time; these are shown only.
+for f in 1 2 4 5 6 7 8 9 0xa; do
+    check "get-feature-$f-as-c" nvme_as_c "feature_$f" get-feature -f $f
+done
+for f in 0xb 0xe 0x16; do
+    diag "nvme_feature_${f}_rs=$(nvme_out get-feature $RS -f $f)"
+    diag "nvme_feature_${f}_c=$(nvme_out get-feature $C -f $f)"
+done
+diag "nvme_id_ctrl_rs_sn=$(nvme id-ctrl $RS | grep '^sn ')"
+
+# The passthrough ioctls' answers to bad flags, metadata, lengths and pointers, and to commands
+# a caller may or may not send, as root and as nobody (the device nodes opened to everyone, as
+# the ioctls check the caller themselves).
+chmod 0666 $RS $C
+for who in root nobody; do
+    as=
+    [ $who = nobody ] && as=--as-nobody
+    # shellcheck disable=SC2086 # no option as root
+    rs_cases=$(passthru $as cases $RS | tr '\n' '|') c_cases=$(passthru $as cases $C | tr '\n' '|')
+    diag "cases_${who}_rs=$rs_cases"
+    diag "cases_${who}_c=$c_cases"
+done
+
+# Random admin commands, as root (sparing those that destroy data or take the controller from
+# its driver) and as nobody, while a writer runs on the first disk; then the disk still reads
+# back what was written, and nvme-cli still works.
+blkio fill /dev/rsnvme0n1 0xf022 48 &
+writer=$!
+check fuzz-as-root passthru fuzz $RS 3000 1
+check fuzz-as-nobody passthru --as-nobody fuzz $RS 3000 2
+wait $writer
+writer_rc=$?
+check writer-during-fuzz test $writer_rc = 0
+check verify-after-fuzz blkio verify /dev/rsnvme0n1 0xf022 48
+check id-ctrl-after-fuzz nvme_as_c id_ctrl_after_fuzz id-ctrl
+check fuzz-as-root-on-c passthru fuzz $C 3000 1
+
+# A file held open across the unbind: its ioctls get ENODEV, nothing crashes, and while it is
+# open the module stays (the file's owner, or on 7.2 the driver's own reference).
+exec 3<$RS
+check unbind-while-open sh -c "echo $RS_PCI >/sys/bus/pci/drivers/nvme_rs/unbind"
+check no-device-after-unbind test ! -e $RS
+diag "held_file_after_unbind=$(passthru cases fd:3 | head -n 1)"
+check module-stays-while-open sh -c '! rmmod nvme_rs 2>/dev/null'
+exec 3<&-
+check bind-again sh -c "echo $RS_PCI >/sys/bus/pci/drivers/nvme_rs/bind"
+check device-again wait_for 20 test -c $RS
+check id-ctrl-after-rebind nvme_as_c id_ctrl_after_rebind id-ctrl
+check unload rmmod nvme_rs
+check reload insmod /modules/nvme_rs.ko
+check disk-after-reload wait_for 20 test -b /dev/rsnvme0n1
+check verify-after-reload blkio verify /dev/rsnvme0n1 0xf022 48
