@@ -83,6 +83,12 @@ fn nvme_rs_nvme_cli_and_passthrough_against_the_c_nvme() {
         assert_eq!(rs["set-number-of-queues"], "EACCES", "{who}");
     }
 
+    // Resets: the root `passthru cases`' one and six under I/O (the guest checked the data); a
+    // command in flight at the reset with a lost completion was sent again.
+    assert_eq!(dut.diagnostic("resets"), "7");
+    let requeued: u64 = dut.diagnostic("requeued").parse().expect("a count");
+    assert!(requeued > 0, "no command was sent again");
+
     assert_eq!(
         dut.diagnostic("held_file_after_unbind"),
         "identify-controller ENODEV"

@@ -61,6 +61,12 @@ impl<'a> AdminQueue<'a> {
         })
     }
 
+    /// Empties both queues for a controller that forgot them (a reset).
+    pub(crate) fn reset(&mut self) -> Result {
+        self.sq.reset()?;
+        self.cq.reset()
+    }
+
     /// What `AQA`, `ASQ` and `ACQ` are programmed with.
     pub(crate) fn registers(&self) -> (u32, DmaAddress, DmaAddress) {
         let sizes =

@@ -267,6 +267,13 @@ impl<P> Request<P> {
         unsafe { bindings::blk_mq_complete_request(self.as_raw()) };
     }
 
+    /// Gives the request back to blk-mq to be dispatched again (its `queue_rq` runs anew once the
+    /// queue runs). The driver must not touch it afterwards.
+    pub(crate) fn requeue(&self) {
+        // SAFETY: A live request owned by the driver, which hands it back once.
+        unsafe { bindings::blk_mq_requeue_request(self.as_raw(), true) };
+    }
+
     /// Whether the request is started and not yet completed (`MQ_RQ_IN_FLIGHT`): in any other
     /// state it is blk-mq's, completed (`MQ_RQ_COMPLETE`) or already ended (`MQ_RQ_IDLE`, which a
     /// batch completion goes straight back to), and the driver must not end it again.

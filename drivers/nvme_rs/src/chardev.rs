@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The controller's character device, `/dev/rsnvme<C>` (the C driver's `/dev/nvme<C>`), and the
-//! NVMe ioctls on it that nvme-cli uses.
+//! The controller's character device, `/dev/rsnvme<C>` (the C driver's `/dev/nvme<C>`), the NVMe
+//! ioctls on it that nvme-cli uses, and its sysfs `reset_controller` (the C driver's, in
+//! `/sys/class/nvme/nvme<C>`, is here in `/sys/class/misc/rsnvme<C>`).
 //!
 //! An open file outlives the driver's binding (a process may hold it across an unbind), so a file
 //! holds only a [`Gate`], which reaches the controller while the device is bound: removal closes it,
@@ -18,13 +19,17 @@ use kernel::{
     sync::{Arc, ArcBorrow, Mutex},
 };
 
-use crate::passthrough::{Passthrough, PassthruCmd, PassthruCmd64};
+use kernel::{bindings, ffi::c_int};
+
+use crate::passthrough::{capable_sys_admin, Passthrough, PassthruCmd, PassthruCmd64};
+use crate::reset::Reset;
 
 /// The NVMe ioctls (`linux/nvme_ioctl.h`).
 const NVME_IOCTL_ADMIN_CMD: u32 = _IOWR::<PassthruCmd>(b'N' as u32, 0x41);
 const NVME_IOCTL_IO_CMD: u32 = _IOWR::<PassthruCmd>(b'N' as u32, 0x43);
 const NVME_IOCTL_ADMIN64_CMD: u32 = _IOWR::<PassthruCmd64>(b'N' as u32, 0x47);
 const NVME_IOCTL_IO64_CMD: u32 = _IOWR::<PassthruCmd64>(b'N' as u32, 0x48);
+const NVME_IOCTL_RESET: u32 = _IO(b'N' as u32, 0x44);
 // `NVME_IOCTL_ID` is for a namespace's device: `ENOTTY` here, as from C, which tells nvme-cli it
 // holds a controller.
 const _NVME_IOCTL_ID: u32 = _IO(b'N' as u32, 0x40);
@@ -53,42 +58,49 @@ const fn names() -> [[u8; 9]; 64] {
     names
 }
 
-/// What a file reaches: the controller's [`Passthrough`] while the device is bound.
+/// What the device's files and sysfs attribute reach while the controller is bound.
+pub(crate) struct Controls<'a> {
+    pub(crate) passthrough: Passthrough<'a>,
+    pub(crate) reset: Reset<'a>,
+}
+
+/// What a file reaches: the controller's [`Controls`] while the device is bound.
 #[pin_data]
 pub(crate) struct Gate {
     #[pin]
     target: Mutex<Option<Published>>,
 }
 
-/// A pointer to the [`Passthrough`] of a bound controller, its lifetime erased.
+/// A pointer to the [`Controls`] of a bound controller, its lifetime erased.
 ///
 /// # Invariants
 ///
-/// It points to the `passthrough` of a live, pinned [`ControllerDevice`], which takes it out of
-/// its gate (under the gate's lock) before it goes.
-struct Published(NonNull<Passthrough<'static>>);
+/// It points to the `controls` of a live, pinned [`ControllerDevice`], which takes it out of its
+/// gate (under the gate's lock) before it goes.
+struct Published(NonNull<Controls<'static>>);
 
-// SAFETY: The pointer is only followed under the gate's lock, from any thread; `Passthrough` is
+// SAFETY: The pointer is only followed under the gate's lock, from any thread; the controls are
 // used by one thread at a time that way.
 unsafe impl Send for Published {}
 
 /// The character device of a bound controller.
 #[pin_data(PinnedDrop)]
 pub(crate) struct ControllerDevice<'a> {
-    passthrough: Passthrough<'a>,
+    controls: Controls<'a>,
     gate: Arc<Gate>,
     #[pin]
     registration: MiscDeviceRegistration<ControllerFile>,
 }
 
 impl<'a> ControllerDevice<'a> {
-    /// Registers `/dev/rsnvme<instance>` for `passthrough`'s controller.
-    pub(crate) fn new(passthrough: Passthrough<'a>, instance: u32) -> Result<Pin<KBox<Self>>> {
+    /// Registers `/dev/rsnvme<instance>`, with its `reset_controller`, for the `controls` of a
+    /// controller.
+    pub(crate) fn new(controls: Controls<'a>, instance: u32) -> Result<Pin<KBox<Self>>> {
         let bytes = NAMES.get(instance as usize).ok_or(EINVAL)?;
         let name = CStr::from_bytes_until_nul(bytes).map_err(|_| EINVAL)?;
         KBox::try_pin_init(
             try_pin_init!(&this in Self {
-                passthrough,
+                controls,
                 gate: Arc::pin_init(
                     try_pin_init!(Gate {
                         // INVARIANT: the field is initialised (the fields are in order) and pinned
@@ -97,7 +109,7 @@ impl<'a> ControllerDevice<'a> {
                             // SAFETY: `this` is the struct being initialised; no reference to it
                             // is made.
                             unsafe { NonNull::new_unchecked(
-                                (&raw mut (*this.as_ptr()).passthrough).cast()
+                                (&raw mut (*this.as_ptr()).controls).cast()
                             ) }
                         ))),
                     }),
@@ -108,14 +120,32 @@ impl<'a> ControllerDevice<'a> {
             }),
             GFP_KERNEL,
         )
+        .inspect(|device| {
+            // SAFETY: A registered misc device's device; the attribute is static.
+            let ret = unsafe {
+                bindings::device_create_file(device.device_raw(), nvme_rs_reset_controller_attr())
+            };
+            if ret != 0 {
+                pr_warn!("nvme_rs: no reset_controller ({})\n", ret);
+            }
+        })
+    }
+
+    /// The misc device's `struct device`.
+    fn device_raw(&self) -> *mut bindings::device {
+        // SAFETY: Registered (the value exists only so), so its `this_device` is set.
+        unsafe { (*self.registration.as_raw()).this_device }
     }
 }
 
 #[pinned_drop]
 impl PinnedDrop for ControllerDevice<'_> {
     fn drop(self: Pin<&mut Self>) {
-        // Waits for an ioctl in progress; the files still open find the gate closed.
+        // Waits for an ioctl or reset in progress; the files still open find the gate closed.
         *self.gate.target.lock() = None;
+        // SAFETY: The registered device, whose attribute this is (or was never made, which
+        // `device_remove_file` allows).
+        unsafe { bindings::device_remove_file(self.device_raw(), nvme_rs_reset_controller_attr()) };
     }
 }
 
@@ -146,19 +176,60 @@ impl MiscDevice for ControllerFile {
     }
 
     fn ioctl(gate: ArcBorrow<'_, Gate>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
-        let target = gate.target.lock();
+        gate.with_controls(|controls| match cmd {
+            NVME_IOCTL_ADMIN_CMD => controls.passthrough.admin::<PassthruCmd>(arg),
+            NVME_IOCTL_ADMIN64_CMD => controls.passthrough.admin::<PassthruCmd64>(arg),
+            NVME_IOCTL_IO_CMD | NVME_IOCTL_IO64_CMD => controls.passthrough.io_on_controller(),
+            NVME_IOCTL_RESET => {
+                if !capable_sys_admin() {
+                    return Err(EACCES);
+                }
+                controls.reset.reset().map(|()| 0)
+            }
+            _ => Err(ENOTTY),
+        })
+    }
+}
+
+impl Gate {
+    /// Runs `f` on the controls while the controller is bound; `ENODEV` after.
+    fn with_controls<R>(&self, f: impl FnOnce(&mut Controls<'_>) -> Result<R>) -> Result<R> {
+        let target = self.target.lock();
         let Some(published) = &*target else {
             return Err(ENODEV);
         };
-        // SAFETY: Published, so it points to a live `Passthrough` (type invariant), which this
-        // thread alone uses while it holds the gate's lock.
-        let passthrough = unsafe { &mut *published.0.as_ptr().cast::<Passthrough<'_>>() };
-        match cmd {
-            NVME_IOCTL_ADMIN_CMD => passthrough.admin::<PassthruCmd>(arg),
-            NVME_IOCTL_ADMIN64_CMD => passthrough.admin::<PassthruCmd64>(arg),
-            NVME_IOCTL_IO_CMD | NVME_IOCTL_IO64_CMD => passthrough.io_on_controller(),
-            _ => Err(ENOTTY),
-        }
+        // SAFETY: Published, so it points to live `Controls` (type invariant), which this thread
+        // alone uses while it holds the gate's lock.
+        f(unsafe { &mut *published.0.as_ptr().cast::<Controls<'_>>() })
+    }
+}
+
+extern "C" {
+    /// `reset_controller`, write-only (`chardev_shim.c`: `DEVICE_ATTR_WO` is a macro).
+    fn nvme_rs_reset_controller_attr() -> *const bindings::device_attribute;
+}
+
+/// The store of `reset_controller`: resets the controller of misc device `dev`; 0 or an error.
+///
+/// # Safety
+///
+/// `dev` is the device of a registered `ControllerDevice`'s misc device, during a sysfs store
+/// (which keeps the device registered).
+#[no_mangle]
+unsafe extern "C" fn nvme_rs_reset_controller(dev: *mut bindings::device) -> c_int {
+    // SAFETY: A misc device's driver data is its `struct miscdevice` (`misc_register`), which is
+    // the `registration` of a `ControllerDevice` (`MiscDeviceRegistration` is transparent), alive
+    // while the store runs (safety requirement). Only its gate is read.
+    let gate = unsafe {
+        let registration = (*dev)
+            .driver_data
+            .cast::<MiscDeviceRegistration<ControllerFile>>();
+        let device = kernel::container_of!(registration, ControllerDevice<'static>, registration);
+        &(*device).gate
+    };
+    match gate.with_controls(|controls| controls.reset.reset()) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
     }
 }
 

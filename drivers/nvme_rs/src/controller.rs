@@ -67,6 +67,11 @@ pub(crate) struct Controller<'a> {
     /// until then.
     shadow: ShadowDoorbells<'a>,
     dead: AtomicBool,
+    /// A reset is taking the commands from the controller and setting it up again.
+    resetting: AtomicBool,
+    /// How many resets began: a timeout handler that saw another number before cannot trust what
+    /// it found.
+    resets: AtomicU32,
     /// The I/O tag set, once it exists (for cancelling requests).
     tag_set: AtomicPtr<bindings::blk_mq_tag_set>,
     /// How `kill` ends the tag set's requests in flight.
@@ -126,6 +131,8 @@ impl<'a> Controller<'a> {
                 cap.doorbell_stride(),
             )?,
             dead: AtomicBool::new(false),
+            resetting: AtomicBool::new(false),
+            resets: AtomicU32::new(0),
             tag_set: AtomicPtr::new(core::ptr::null_mut()),
             cancel_all,
             irqs: [const { AtomicU32::new(0) }; MAX_IO_QUEUES],
@@ -137,16 +144,22 @@ impl<'a> Controller<'a> {
                 crate::compat::param(&crate::module_parameters::test_lose_interrupts) != 0,
             ),
         })
-        .pin_chain(|ctrl| {
-            ctrl.disable()?;
-            let (aqa, asq, acq) = ctrl.admin.lock().registers();
-            ctrl.bar.write32(aqa, regs::AQA);
-            ctrl.bar.write32(asq as u32, regs::ASQ);
-            ctrl.bar.write32((asq >> 32) as u32, regs::ASQ + 4);
-            ctrl.bar.write32(acq as u32, regs::ACQ);
-            ctrl.bar.write32((acq >> 32) as u32, regs::ACQ + 4);
-            ctrl.enable()
-        })
+        .pin_chain(|ctrl| ctrl.restart())
+    }
+
+    /// Disables the controller, which forgets every queue, and enables it again with an empty
+    /// admin queue: what probe does first, and a reset before it creates the I/O queues again.
+    pub(crate) fn restart(&self) -> Result {
+        self.disable()?;
+        let mut admin = self.admin.lock();
+        admin.reset()?;
+        let (aqa, asq, acq) = admin.registers();
+        self.bar.write32(aqa, regs::AQA);
+        self.bar.write32(asq as u32, regs::ASQ);
+        self.bar.write32((asq >> 32) as u32, regs::ASQ + 4);
+        self.bar.write32(acq as u32, regs::ACQ);
+        self.bar.write32((acq >> 32) as u32, regs::ACQ + 4);
+        self.enable()
     }
 
     /// The doorbell stride in bytes.
@@ -180,9 +193,28 @@ impl<'a> Controller<'a> {
     /// write instead of a trap into the emulator. Without them, every doorbell stays an MMIO
     /// write. Like the C driver, once the I/O queues exist, before any I/O.
     pub(crate) fn enable_shadow_doorbells(&self, id: &IdentifyController) {
-        if id.oacs & command::OACS_DOORBELL_BUFFER_CONFIG == 0 {
-            return;
+        if id.oacs & command::OACS_DOORBELL_BUFFER_CONFIG != 0 {
+            self.offer_shadow_doorbells();
         }
+    }
+
+    /// Stops using the shadow doorbells and zeroes them, for a reset: the controller forgets them
+    /// when it is disabled. Returns whether they were in use, to offer them again
+    /// ([`Controller::offer_shadow_doorbells`]) once the I/O queues exist again.
+    ///
+    /// # Safety
+    ///
+    /// No I/O queue rings a doorbell meanwhile (the queues are stopped, their interrupts disabled).
+    pub(crate) unsafe fn forget_shadow_doorbells(&self) -> Result<bool> {
+        let used = self.shadow.is_enabled();
+        // SAFETY: By the function's safety requirement.
+        unsafe { self.shadow.reset() }?;
+        Ok(used)
+    }
+
+    /// Doorbell Buffer Config with the shadow doorbells, which the controller offers; they are
+    /// used if it accepts them.
+    pub(crate) fn offer_shadow_doorbells(&self) {
         let (doorbells, event_indexes) = self.shadow.dma_handles();
         // The controller owns the buffers from the command on, even if it times out; they live as
         // long as the controller.
@@ -327,6 +359,30 @@ impl<'a> Controller<'a> {
             dev_warn!(self.pdev, "shutdown did not complete\n");
         }
         let _ = self.disable();
+    }
+
+    /// Whether a reset is in progress.
+    pub(crate) fn is_resetting(&self) -> bool {
+        self.resetting.load(Ordering::Acquire)
+    }
+
+    /// How many resets began.
+    pub(crate) fn resets(&self) -> u32 {
+        self.resets.load(Ordering::Acquire)
+    }
+
+    /// Marks a reset as begun (`true`) or finished (`false`).
+    pub(crate) fn set_resetting(&self, resetting: bool) {
+        if resetting {
+            self.resets.fetch_add(1, Ordering::AcqRel);
+        }
+        self.resetting.store(resetting, Ordering::Release);
+    }
+
+    /// The tag set, once it exists.
+    pub(crate) fn tag_set(&self) -> Option<*mut bindings::blk_mq_tag_set> {
+        let set = self.tag_set.load(Ordering::Acquire);
+        (!set.is_null()).then_some(set)
     }
 
     /// Remembers the tag set, so that `kill` can cancel its requests.

@@ -22,6 +22,7 @@ mod passthrough;
 mod prp;
 mod queue;
 mod regs;
+mod reset;
 mod sgl;
 mod shadow;
 
@@ -35,12 +36,13 @@ use kernel::{
 };
 
 use blk::{Disk, TagSet};
-use chardev::ControllerDevice;
+use chardev::{ControllerDevice, Controls};
 use controller::Controller;
 use dma_local::{Coherent, Gfp, Mask};
 use io::{IoQueue, SentCounts};
 use namespace::{ControllerLimits, Namespace};
 use passthrough::Passthrough;
+use reset::Reset;
 
 kernel::module_pci_driver! {
     type: NvmeDriver,
@@ -200,8 +202,12 @@ impl<'bound> Nvme<'bound> {
             )
         }?;
         namespace::add_disks(&ctrl, &mut nvme.disks)?;
-        let passthrough = Passthrough::new(ctrl.clone(), limits.max_transfer, nvme.disks.len());
-        nvme.chardev = Some(ControllerDevice::new(passthrough, nvme.instance.0)?);
+        let controls = Controls {
+            passthrough: Passthrough::new(ctrl.clone(), limits.max_transfer, nvme.disks.len()),
+            // SAFETY: The queues do not change until `Drop`, which drops the device first.
+            reset: unsafe { Reset::new(ctrl.clone(), &nvme.io_queues) },
+        };
+        nvme.chardev = Some(ControllerDevice::new(controls, nvme.instance.0)?);
         nvme.announce(&limits);
         Ok(nvme)
     }

@@ -29,7 +29,7 @@ use crate::command::{
 };
 use crate::compat::{self, irqreturn, param};
 use crate::controller::{Controller, MAX_IO_QUEUES};
-use crate::dma_local::{Attrs, Direction, Gfp, Mapping, PoolBlock};
+use crate::dma_local::{Attrs, Direction, DmaAddress, Gfp, Mapping, PoolBlock};
 use crate::namespace::Namespace;
 use crate::prp::{self, MAX_SEGMENTS};
 use crate::queue::{doorbells, CompletionQueue, SubmissionQueue};
@@ -89,6 +89,32 @@ pub(crate) fn create_queues<'a>(
             sgl_threshold,
         )?;
         queues.push(queue, GFP_KERNEL)?;
+    }
+    Ok(())
+}
+
+/// Creates I/O queue pair `qid` of `depth` entries on the controller, the CQ at `cq` first, its
+/// completions interrupting on `vector`, then the SQ at `sq`. A timed-out creation kills the
+/// controller (`admin_command`) before the queues' memory can go; a failed SQ creation deletes the
+/// CQ again, or kills the controller if that fails.
+fn create_pair(
+    ctrl: &Controller<'_>,
+    qid: u16,
+    depth: u16,
+    vector: u16,
+    (sq, cq): (DmaAddress, DmaAddress),
+) -> Result {
+    ctrl.admin_command(|admin, bar| admin.create_io_cq(bar, qid, depth, cq, vector))?;
+    if let Err(e) = ctrl.admin_command(|admin, bar| admin.create_io_sq(bar, qid, depth, sq)) {
+        // There is no SQ, but the CQ lives on memory that goes with this error: delete it, or
+        // stop the controller if that fails (C's `adapter_delete_cq` on this path).
+        if ctrl
+            .admin_command(|admin, bar| admin.delete_io_cq(bar, qid))
+            .is_err()
+        {
+            ctrl.kill();
+        }
+        return Err(e);
     }
     Ok(())
 }
@@ -166,6 +192,8 @@ pub(crate) struct IoQueue<'a> {
     /// Completions that named no request of that generation in flight (see
     /// [`IoQueue::valid_request`]).
     ignored_completions: AtomicU64,
+    /// The MSI-X/MSI vector its completions interrupt on, and its Linux IRQ.
+    vector: u16,
     irq: u32,
     irq_requested: AtomicBool,
 }
@@ -185,23 +213,13 @@ impl<'a> IoQueue<'a> {
         let (sq_doorbell, cq_doorbell) = doorbells(qid, ctrl.stride());
         let sq = SubmissionQueue::new(dev, depth, sq_doorbell)?;
         let cq = CompletionQueue::new(dev, depth, cq_doorbell)?;
-        // A timed-out creation kills the controller (`admin_command`) before `sq` and `cq` go.
-        ctrl.admin_command(|admin, bar| {
-            admin.create_io_cq(bar, qid, depth, cq.ring().dma_handle(), vector)
-        })?;
-        if let Err(e) = ctrl
-            .admin_command(|admin, bar| admin.create_io_sq(bar, qid, depth, sq.ring().dma_handle()))
-        {
-            // There is no SQ, but the CQ lives on memory that goes with this error: delete it, or
-            // stop the controller if that fails (C's `adapter_delete_cq` on this path).
-            if ctrl
-                .admin_command(|admin, bar| admin.delete_io_cq(bar, qid))
-                .is_err()
-            {
-                ctrl.kill();
-            }
-            return Err(e);
-        }
+        create_pair(
+            &ctrl,
+            qid,
+            depth,
+            vector,
+            (sq.ring().dma_handle(), cq.ring().dma_handle()),
+        )?;
         let queue = KBox::pin_init(
             try_pin_init!(Self {
                 ctrl,
@@ -218,6 +236,7 @@ impl<'a> IoQueue<'a> {
                 dsm_commands: AtomicU64::new(0),
                 dsm_ranges: AtomicU64::new(0),
                 ignored_completions: AtomicU64::new(0),
+                vector,
                 irq,
                 irq_requested: AtomicBool::new(false),
             }),
@@ -337,6 +356,45 @@ impl<'a> IoQueue<'a> {
             }
         }
         valid
+    }
+
+    /// For a reset, once the controller is disabled: disables the queue's interrupt (until
+    /// [`Self::resume_interrupts`]), completes what the controller posted before it stopped, and
+    /// ends or requeues what is still in flight ([`requeue_all`], which the caller runs after this
+    /// on every queue).
+    pub(crate) fn stop_for_reset(&self) {
+        let _poller = self.poll_lock.lock();
+        // SAFETY: A requested IRQ (`IoQueue::new` returns only a queue with its IRQ requested);
+        // enabled again by `resume_interrupts`.
+        unsafe { bindings::disable_irq(self.irq) };
+        // SAFETY: The IRQ is disabled, which waited for a running handler, and the poll lock is
+        // held, as `process_completions` requires.
+        unsafe { self.process_completions() };
+    }
+
+    /// For a reset, once every request was requeued or ended: empties both queues and creates
+    /// them again on the controller, which forgot them. The interrupt is still disabled.
+    pub(crate) fn recreate(&self) -> Result {
+        let cq = {
+            let _poller = self.poll_lock.lock();
+            // SAFETY: The IRQ is disabled (`stop_for_reset`) and the poll lock held: the
+            // completion queue is this caller's alone (type invariants).
+            let cq = unsafe { &mut *self.cq.get() };
+            cq.reset()?;
+            cq.ring().dma_handle()
+        };
+        let (sq, depth) = {
+            let mut sq = self.sq.lock();
+            sq.reset()?;
+            (sq.ring().dma_handle(), sq.ring().depth())
+        };
+        create_pair(&self.ctrl, self.qid, depth, self.vector, (sq, cq))
+    }
+
+    /// Enables the interrupt that [`Self::stop_for_reset`] disabled.
+    pub(crate) fn resume_interrupts(&self) {
+        // SAFETY: Disabled by `stop_for_reset`.
+        unsafe { bindings::enable_irq(self.irq) };
     }
 
     /// Deletes the queue pair on the controller (orderly teardown only).
@@ -481,6 +539,11 @@ pub(crate) struct Pdu<'a> {
     completion_lost: AtomicBool,
     /// The timeout handler asked the controller to abort the command.
     aborted: AtomicBool,
+    /// A reset took the command from the controller: the completion path gives the request back
+    /// to blk-mq, to be sent again, unless it has been [`MAX_RETRIES`] times.
+    requeue: AtomicBool,
+    /// How many times a reset sent the request again; 0 again when it ends.
+    retries: AtomicU8,
     /// The generation of the command identifier (see [`command_id`]); written at submission,
     /// read by the completion path, which may see a stale completion at any time.
     generation: AtomicU8,
@@ -515,6 +578,8 @@ impl<'a> Pdu<'a> {
             device_done: AtomicBool::new(false),
             completion_lost: AtomicBool::new(false),
             aborted: AtomicBool::new(false),
+            requeue: AtomicBool::new(false),
+            retries: AtomicU8::new(0),
             generation: AtomicU8::new(0),
         }
     }
@@ -991,13 +1056,19 @@ unsafe fn map_run<'a>(
 /// `iob` is a batch of this driver's completed requests, which nothing else touches.
 unsafe extern "C" fn complete_batch(iob: *mut c_void) {
     let release = |rq: &Request<Pdu<'_>>| {
-        // SAFETY: Completed: the data is the completion's, nothing else touches it. The pdu was
-        // initialised by `init_request`.
-        unsafe { (*rq.pdu()).data() }.release()
+        // SAFETY: The pdu was initialised by `init_request`.
+        let pdu = unsafe { &*rq.pdu() };
+        pdu.retries.store(0, Ordering::Relaxed);
+        // SAFETY: Completed: the data is the completion's, nothing else touches it.
+        unsafe { pdu.data() }.release()
     };
     // SAFETY: By the function's safety requirement.
     unsafe { blk::end_batch(iob, release) };
 }
+
+/// How many times a request is sent again after resets took it from the controller, as the C
+/// driver's `nvme_core.max_retries`.
+const MAX_RETRIES: u8 = 5;
 
 /// # Safety
 ///
@@ -1009,6 +1080,13 @@ unsafe extern "C" fn complete(rq: *mut bindings::request) {
     let pdu = unsafe { &*rq.pdu() };
     // SAFETY: Completed: the data is the completion's, nothing else touches it.
     unsafe { pdu.data() }.release();
+    if pdu.requeue.swap(false, Ordering::Relaxed)
+        && pdu.retries.fetch_add(1, Ordering::Relaxed) < MAX_RETRIES
+    {
+        rq.requeue();
+        return;
+    }
+    pdu.retries.store(0, Ordering::Relaxed);
     rq.end(pdu.blk_status());
 }
 
@@ -1043,6 +1121,13 @@ fn handle_timeout(queue: &IoQueue<'_>, rq: &Request<Pdu<'_>>) -> TimeoutAction {
         ctrl.kill();
         return TimeoutAction::Done;
     }
+    // A reset in progress sends the command again or ends it; one that starts while this handler
+    // runs is seen by `reset_since`.
+    if ctrl.is_resetting() {
+        return TimeoutAction::ResetTimer;
+    }
+    let resets = ctrl.resets();
+    let reset_since = || ctrl.is_resetting() || ctrl.resets() != resets;
     // SAFETY: Only the atomics are read while the request may still complete elsewhere.
     let pdu = unsafe { &*rq.pdu() };
     let posted_before = pdu.device_done.load(Ordering::Acquire);
@@ -1080,6 +1165,7 @@ fn handle_timeout(queue: &IoQueue<'_>, rq: &Request<Pdu<'_>>) -> TimeoutAction {
         // SAFETY: Done on the controller, in flight, and the cancel lock keeps everything else
         // that ends requests away: the data is this handler's.
         unsafe { pdu.data() }.release();
+        pdu.retries.store(0, Ordering::Relaxed);
         rq.end(Status::TIMEOUT);
         return TimeoutAction::Done;
     }
@@ -1097,6 +1183,11 @@ fn handle_timeout(queue: &IoQueue<'_>, rq: &Request<Pdu<'_>>) -> TimeoutAction {
             return TimeoutAction::ResetTimer;
         }
     }
+    if reset_since() {
+        // The abort (if any) went to a controller that no longer had the command: the reset
+        // took it, and sends it again or ends it.
+        return TimeoutAction::ResetTimer;
+    }
     // Not abortable, or the abort did not finish it: stop the controller, which ends this request
     // and all others with an error.
     dev_warn!(
@@ -1107,6 +1198,34 @@ fn handle_timeout(queue: &IoQueue<'_>, rq: &Request<Pdu<'_>>) -> TimeoutAction {
     );
     ctrl.kill();
     TimeoutAction::Done
+}
+
+/// Hands every request of `set` still in flight to the completion path, which sends it again
+/// ([`MAX_RETRIES`] times at most, then ends it with an error): a reset took the commands from the
+/// controller. Returns how many. The controller is disabled, the queues' interrupts are disabled and what they had
+/// posted completed ([`IoQueue::stop_for_reset`]), and the caller holds the cancel lock.
+///
+/// # Safety
+///
+/// `set` is the live tag set of this driver's I/O queues.
+pub(crate) unsafe fn requeue_all(set: *mut bindings::blk_mq_tag_set) -> usize {
+    let mut count = 0;
+    let requeue = |rq: &Request<Pdu<'_>>| {
+        if !rq.is_in_flight() {
+            return;
+        }
+        count += 1;
+        // SAFETY: The pdu was initialised by `init_request`; only its atomics are shared.
+        let pdu = unsafe { &*rq.pdu() };
+        pdu.status
+            .store(command::SC_HOST_ABORTED, Ordering::Relaxed);
+        pdu.requeue.store(true, Ordering::Relaxed);
+        pdu.device_done.store(true, Ordering::Release);
+        rq.complete_now();
+    };
+    // SAFETY: By the function's safety requirement.
+    unsafe { blk::for_each_busy_raw(set, requeue) };
+    count
 }
 
 /// Ends every request of `set` that is still in flight with "host aborted". The controller is

@@ -155,11 +155,16 @@ const UNPRIVILEGED_IDENTIFY: [u8; 5] = [0x00, 0x01, 0x05, 0x06, 0x08];
 /// Autonomous Power State Transition, Host Memory Buffer, Keep Alive Timer, Host Behavior Support.
 const DRIVER_FEATURES: [u8; 5] = [0x07, 0x0c, 0x0d, 0x0f, 0x16];
 
+/// Whether the caller may administer the system (`CAP_SYS_ADMIN`).
+pub(crate) fn capable_sys_admin() -> bool {
+    // SAFETY: `capable` only reads the current task's credentials.
+    unsafe { bindings::capable(bindings::CAP_SYS_ADMIN as c_int) }
+}
+
 /// Whether the caller may send `command` to the controller (C's `nvme_cmd_allowed` for a
 /// controller's device).
 fn allowed(command: &UserCommand) -> bool {
-    // SAFETY: `capable` only reads the current task's credentials.
-    let admin = || unsafe { bindings::capable(bindings::CAP_SYS_ADMIN as c_int) };
+    let admin = capable_sys_admin;
     if command.is_vendor_or_fabrics() {
         return admin();
     }

@@ -22,14 +22,14 @@ use crate::shadow::ShadowDoorbells;
 /// # Invariants
 ///
 /// `entries.count()` fits in a `u16`; `rung` is below it.
-pub(crate) struct Ring<'a, T: AsBytes + FromBytes> {
+pub(crate) struct Ring<'a, T: AsBytes + FromBytes + Default> {
     entries: Coherent<'a, T>,
     /// The position (tail or head) the controller was last told about.
     rung: u16,
     doorbell: usize,
 }
 
-impl<'a, T: AsBytes + FromBytes> Ring<'a, T> {
+impl<'a, T: AsBytes + FromBytes + Default> Ring<'a, T> {
     /// `depth` zeroed entries, with the doorbell at `doorbell`.
     fn new(dev: &'a Device<Bound>, depth: u16, doorbell: usize) -> Result<Self> {
         // INVARIANT: `depth` entries; `rung` 0 < depth (the allocation rejects 0).
@@ -48,6 +48,17 @@ impl<'a, T: AsBytes + FromBytes> Ring<'a, T> {
     /// The number of entries.
     pub(crate) fn depth(&self) -> u16 {
         self.entries.count() as u16
+    }
+
+    /// Back to the state of a new queue for a controller that forgot the old one (a reset):
+    /// position 0, and the entries zeroed.
+    fn reset(&mut self) -> Result {
+        for index in 0..self.entries.count() {
+            self.entries.write(index, T::default())?;
+        }
+        // INVARIANT: 0 is below the depth.
+        self.rung = 0;
+        Ok(())
     }
 
     /// Tells the controller `position`, a tail or a head, which must be below the depth; with
@@ -123,6 +134,14 @@ impl<'a> SubmissionQueue<'a> {
         self.ring.write_doorbell(bar, shadow, self.tail)
     }
 
+    /// Empties the queue for a controller that forgot it (a reset): tail 0, entries zeroed.
+    pub(crate) fn reset(&mut self) -> Result {
+        self.ring.reset()?;
+        // INVARIANT: 0 is below the depth.
+        self.tail = 0;
+        Ok(())
+    }
+
     /// Pushes `command` and rings the doorbell by MMIO (the admin queue has no shadow doorbell).
     pub(crate) fn submit(&mut self, bar: &Bar0<'_>, command: Command) -> Result {
         self.push(command)?;
@@ -178,6 +197,16 @@ impl<'a> CompletionQueue<'a> {
             self.head = next;
         }
         Some(entry)
+    }
+
+    /// Empties the queue for a controller that forgot it (a reset): head 0, entries zeroed, so
+    /// that the controller's first pass posts phase 1 again.
+    pub(crate) fn reset(&mut self) -> Result {
+        self.ring.reset()?;
+        // INVARIANT: the state of a new queue.
+        self.head = 0;
+        self.phase = true;
+        Ok(())
     }
 
     /// Tells the controller how far the driver has consumed; with shadow doorbells only by MMIO

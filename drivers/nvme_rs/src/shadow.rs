@@ -58,6 +58,25 @@ impl<'a> ShadowDoorbells<'a> {
         self.enabled.store(true, Ordering::Release);
     }
 
+    /// Stops using the buffers and zeroes them, for a controller that forgot them (a reset):
+    /// doorbells go by MMIO until [`Self::enable`].
+    ///
+    /// # Safety
+    ///
+    /// No queue rings a doorbell meanwhile (its queue is stopped and its interrupt disabled).
+    pub(crate) unsafe fn reset(&self) -> Result {
+        self.enabled.store(false, Ordering::Release);
+        for slot in 0..self.doorbells.count() {
+            // SAFETY: Nothing else writes the buffers now (safety requirement), and the controller
+            // no longer does.
+            unsafe {
+                self.doorbells.write_shared(slot, 0)?;
+                self.event_indexes.write_shared(slot, 0)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Whether the controller uses the buffers.
     pub(crate) fn is_enabled(&self) -> bool {
         self.enabled.load(Ordering::Acquire)

@@ -154,6 +154,9 @@ static int cases(int fd)
 	report("io-command-on-controller", ioctl(fd, NVME_IOCTL_IO_CMD, &cmd));
 	report("namespace-id-of-controller", ioctl(fd, NVME_IOCTL_ID));
 	report("unknown-ioctl", ioctl(fd, _IO('N', 0x7f)));
+	report("reset", ioctl(fd, NVME_IOCTL_RESET));
+	cmd = identify(buf, PAGE, 1);
+	report("identify-after-reset", admin(fd, &cmd));
 	return 0;
 }
 
