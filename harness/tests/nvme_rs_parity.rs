@@ -93,4 +93,10 @@ fn nvme_rs_nvme_cli_and_passthrough_against_the_c_nvme() {
         dut.diagnostic("held_file_after_unbind"),
         "identify-controller ENODEV"
     );
+    // The sleep callbacks ran once (the guest checked the data), and shutdown at power off.
+    assert_eq!(dut.diagnostic("resumed"), "1");
+    assert!(
+        dut.console.contains("nvme_rs") && dut.console.contains(": shut down"),
+        "nvme_rs did not shut its controller down"
+    );
 }

@@ -17,7 +17,6 @@ mod ethtool;
 mod hw;
 mod netdev;
 mod offload;
-mod pm;
 mod regs;
 mod ring;
 mod rings;
@@ -38,9 +37,9 @@ use adapter::E1000;
 #[rustfmt::skip]
 macro_rules! declare_module {
     ($flag:ident, $off:tt) => {
-        // The PCI driver with sleep and shutdown callbacks (`pm.rs`).
+        // The PCI driver with sleep and shutdown callbacks (`compat::pm`).
         kernel::module_driver! {
-            <T>, pm::Adapter<T>, {
+            <T>, compat::pm::Adapter<T>, {
             type: E1000Driver,
             name: "e1000_rs",
             authors: ["rust-dma-drivers"],
@@ -90,7 +89,7 @@ impl pci::Driver for E1000Driver {
     }
 }
 
-impl pm::PowerManaged for E1000Driver {
+impl compat::pm::PowerManaged for E1000Driver {
     fn suspend(e1000: &E1000<'_>) -> Result {
         e1000.suspend();
         Ok(())

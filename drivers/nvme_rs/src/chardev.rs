@@ -131,6 +131,14 @@ impl<'a> ControllerDevice<'a> {
         })
     }
 
+    /// Runs `f` on the controls, as the device's files do; `ENODEV` once it goes.
+    pub(crate) fn with_controls<R>(
+        &self,
+        f: impl FnOnce(&mut Controls<'_>) -> Result<R>,
+    ) -> Result<R> {
+        self.gate.with_controls(f)
+    }
+
     /// The misc device's `struct device`.
     fn device_raw(&self) -> *mut bindings::device {
         // SAFETY: Registered (the value exists only so), so its `this_device` is set.

@@ -42,9 +42,11 @@ use dma_local::{Coherent, Gfp, Mask};
 use io::{IoQueue, SentCounts};
 use namespace::{ControllerLimits, Namespace};
 use passthrough::Passthrough;
-use reset::Reset;
+use reset::{Reset, Stop};
 
-kernel::module_pci_driver! {
+// The PCI driver with sleep and shutdown callbacks (`compat::pm`).
+kernel::module_driver! {
+    <T>, compat::pm::Adapter<T>, {
     type: NvmeDriver,
     name: "nvme_rs",
     authors: ["rust-dma-drivers"],
@@ -91,7 +93,7 @@ kernel::module_pci_driver! {
                 not looked for, so that the command times out (0: none)",
         },
     },
-}
+}}
 
 compat::pci_device_table!(
     PCI_TABLE,
@@ -164,7 +166,36 @@ impl pci::Driver for NvmeDriver {
     }
 }
 
+/// System sleep and power off, as the C driver's simple suspend: a normal shutdown before, a reset
+/// after; requests in flight are sent again once the controller is back.
+impl compat::pm::PowerManaged for NvmeDriver {
+    fn suspend(nvme: &Nvme<'_>) -> Result {
+        match nvme.with_reset(|reset| reset.stop(Stop::Shutdown)) {
+            // A dead controller has nothing to stop, and must not keep the system awake.
+            Err(e) if e == ENODEV => Ok(()),
+            result => result,
+        }
+    }
+
+    fn resume(nvme: &Nvme<'_>) -> Result {
+        nvme.with_reset(|reset| reset.start())
+            .inspect(|()| dev_info!(nvme.ctrl.pdev, "resumed\n"))
+    }
+
+    fn shutdown(nvme: &Nvme<'_>) {
+        if nvme.with_reset(|reset| reset.stop(Stop::Shutdown)).is_ok() {
+            dev_info!(nvme.ctrl.pdev, "shut down\n");
+        }
+    }
+}
+
 impl<'bound> Nvme<'bound> {
+    /// Runs `f` on the controller's reset, serialised with the controller device's ioctls.
+    fn with_reset(&self, f: impl FnOnce(&Reset<'_>) -> Result) -> Result {
+        let device = self.chardev.as_ref().ok_or(ENODEV)?;
+        device.with_controls(|controls| f(&controls.reset))
+    }
+
     /// Brings a controller up, step by step as C's `nvme_probe` does. A step that fails leaves
     /// what the earlier ones made to `Drop`.
     fn probe(pdev: &'bound pci::Device<Bound>) -> Result<Self> {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Controller reset, as the C driver's `nvme_reset_ctrl` does it while I/O runs: dispatch stops,
+//! Controller reset, as the C driver's `nvme_reset_ctrl` does it while I/O runs, in two halves
+//! that system sleep also uses (`stop` before, `start` after): dispatch stops,
 //! the controller is disabled (it forgets every queue and every command), what it completed
 //! before is completed, every other request in flight goes back to blk-mq to be sent again
 //! ([`io::requeue_all`]), then the controller is enabled with an empty admin queue, the I/O queues
@@ -51,54 +52,80 @@ impl<'a> Reset<'a> {
     /// Sleeps for as long as the controller takes to stop and start (`CAP.TO`) and the admin
     /// commands take.
     pub(crate) fn reset(&self) -> Result {
+        dev_warn!(self.ctrl.pdev, "resetting controller\n");
+        self.stop(Stop::Disable)?;
+        self.start()
+    }
+
+    /// The first half of a reset, and system sleep: stops dispatch (until [`Self::start`]),
+    /// disables or shuts the controller down (`how`), completes what it posted and takes the other
+    /// requests in flight from it, to be sent again once it starts. Every queue's interrupt is
+    /// disabled. Fails only if there is nothing to stop (no I/O queues yet, or a dead controller);
+    /// a controller that does not stop in time is stopped all the same.
+    pub(crate) fn stop(&self, how: Stop) -> Result {
         let ctrl = &*self.ctrl;
         let set = ctrl.tag_set().ok_or(ENODEV)?;
         if ctrl.is_dead() {
             return Err(ENODEV);
         }
-        dev_warn!(ctrl.pdev, "resetting controller\n");
         ctrl.set_resetting(true);
         // SAFETY: The tag set lives as long as the controller's queues, and so as `self`.
-        // `queue_rq` calls running now finish first; later ones wait for the unquiesce below.
+        // `queue_rq` calls running now finish first; later ones wait for `start`'s unquiesce.
         unsafe { bindings::blk_mq_quiesce_tagset(set) };
-        let result = self.reset_quiesced(set);
+        // Timeout handlers that end requests and pollers keep out meanwhile.
+        let _cancelling = ctrl.cancel_lock.lock();
+        match how {
+            Stop::Disable => {
+                // Gone or slow, the controller no longer has the commands once `CC.EN` is 0.
+                let _ = ctrl.disable();
+            }
+            Stop::Shutdown => ctrl.shutdown(),
+        }
+        for queue in self.queues() {
+            queue.stop_for_reset();
+        }
+        // SAFETY: The tag set is live; the controller and the interrupts are disabled, what was
+        // posted is completed, and the cancel lock is held.
+        let requeued = unsafe { io::requeue_all(set) };
+        dev_info!(
+            ctrl.pdev,
+            "reset: {} commands in flight sent again\n",
+            requeued
+        );
+        Ok(())
+    }
+
+    /// The second half of a reset, and the wake from system sleep, after [`Self::stop`]: enables
+    /// the controller with an empty admin queue, creates the I/O queues again (and offers the
+    /// shadow doorbells again), and resumes dispatch, which sends the requests that `stop` took
+    /// again. If the controller does not come back, it is killed: every request ends with an
+    /// error. Does nothing if `stop` did not stop it.
+    pub(crate) fn start(&self) -> Result {
+        let ctrl = &*self.ctrl;
+        let set = ctrl.tag_set().ok_or(ENODEV)?;
+        if !ctrl.is_resetting() {
+            // Not stopped (it was dead already): nothing to start.
+            return Ok(());
+        }
+        let result = self.start_queues();
         if let Err(e) = result {
-            dev_err!(ctrl.pdev, "reset failed ({:?})\n", e);
+            dev_err!(ctrl.pdev, "controller did not restart ({:?})\n", e);
             ctrl.kill();
         }
         for queue in self.queues() {
             queue.resume_interrupts();
         }
         ctrl.set_resetting(false);
-        // SAFETY: Quiesced above. The requests given back are dispatched from here on.
+        // SAFETY: Quiesced by `stop`. The requests given back are dispatched from here on.
         unsafe { bindings::blk_mq_unquiesce_tagset(set) };
         result
     }
 
-    /// The reset proper, with dispatch stopped. Every queue's interrupt is disabled on return,
-    /// whatever the result.
-    fn reset_quiesced(&self, set: *mut bindings::blk_mq_tag_set) -> Result {
+    /// Enables the controller and creates its I/O queues again.
+    fn start_queues(&self) -> Result {
         let ctrl = &*self.ctrl;
-        let shadow_doorbells = {
-            // Timeout handlers that end requests and pollers keep out meanwhile.
-            let _cancelling = ctrl.cancel_lock.lock();
-            let disabled = ctrl.disable();
-            for queue in self.queues() {
-                queue.stop_for_reset();
-            }
-            // Disabled or gone, the controller no longer has the commands.
-            // SAFETY: The tag set is live; the controller and the interrupts are disabled, what
-            // was posted is completed, and the cancel lock is held.
-            let requeued = unsafe { io::requeue_all(set) };
-            dev_info!(
-                ctrl.pdev,
-                "reset: {} commands in flight sent again\n",
-                requeued
-            );
-            disabled?;
-            // SAFETY: Dispatch is stopped and the interrupts disabled: no doorbell rings.
-            unsafe { ctrl.forget_shadow_doorbells() }?
-        };
+        // SAFETY: Dispatch is stopped and the interrupts disabled (`stop`): no doorbell rings.
+        let shadow_doorbells = unsafe { ctrl.forget_shadow_doorbells() }?;
         ctrl.restart()?;
         let count = self.queues().len() as u16;
         let granted = ctrl.admin_command(|admin, bar| admin.set_number_of_queues(bar, count))?;
@@ -119,4 +146,12 @@ impl<'a> Reset<'a> {
         }
         Ok(())
     }
+}
+
+/// How [`Reset::stop`] stops the controller.
+pub(crate) enum Stop {
+    /// Clears `CC.EN`: a reset.
+    Disable,
+    /// A normal shutdown (`CC.SHN`) first, as before system sleep or power off.
+    Shutdown,
 }

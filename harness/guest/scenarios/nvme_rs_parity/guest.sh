@@ -83,33 +83,39 @@ check fuzz-as-root-on-c passthru fuzz $C 3000 1
 # three through sysfs, on each driver: random reads at queue depth 32 on the second disk end
 # without an error, and the first disk, rewritten meanwhile, reads back the last pattern written.
 c_disk() { for d in /sys/block/nvme0n*; do [ "$(cat "$d/nsid")" = "$1" ] && echo "/dev/${d##*/}"; done; }
+# rewrite_start DISK: rewrites DISK's first 48 MiB, a new pattern each pass (60 at most), until
+# rewrite_check, which must run in the same shell: the last pattern written reads back.
+rewrite_start() {
+    rm -f /tmp/stop /tmp/last_pass
+    (for pass in $(seq 1 60); do
+        [ -e /tmp/stop ] && break
+        blkio fill "$1" $((0x7e00 + pass)) 48 >/dev/null || exit 1
+        echo "$pass" >/tmp/last_pass
+    done) &
+    rewriter=$!
+    sleep 0.5
+}
+rewrite_check() {
+    touch /tmp/stop
+    wait "$rewriter" || return 1
+    blkio verify "$1" $((0x7e00 + $(cat /tmp/last_pass))) 48 | tee /tmp/verify.out
+    grep -q ' mismatches=0' /tmp/verify.out
+}
 # resets_under_io DEV SYSFS_ATTR DISK1 DISK2
 resets_under_io() {
     dev=$1 attr=$2 disk1=$3 disk2=$4
     blkio bench "$disk2" randread 4096 32 5 >/tmp/bench.out &
     reader=$!
-    rm -f /tmp/stop
-    # Rewrites until told to stop (bounded); the seed of the last pass is what must read back.
-    (for pass in $(seq 1 60); do
-        [ -e /tmp/stop ] && break
-        blkio fill "$disk1" $((0x7e00 + pass)) 48 >/dev/null || exit 1
-        echo "$pass" >/tmp/last_pass
-    done) &
-    writer=$!
-    sleep 0.5
+    rewrite_start "$disk1"
     for _ in 1 2 3; do
         nvme reset "$dev" || return 1
         sleep 0.3
         echo 1 >"$attr" || return 1
         sleep 0.3
     done
-    touch /tmp/stop
     wait $reader || return 1
-    wait $writer || return 1
     cat /tmp/bench.out
-    grep -q ' errors=0' /tmp/bench.out || return 1
-    blkio verify "$disk1" $((0x7e00 + $(cat /tmp/last_pass))) 48 | tee /tmp/verify.out
-    grep -q ' mismatches=0' /tmp/verify.out
+    grep -q ' errors=0' /tmp/bench.out && rewrite_check "$disk1"
 }
 check resets-under-io resets_under_io $RS /sys/class/misc/rsnvme0/reset_controller /dev/rsnvme0n1 /dev/rsnvme0n2
 rs_seed=$((0x7e00 + $(cat /tmp/last_pass)))
@@ -141,6 +147,23 @@ check requeued-read requeued_read $RS /dev/rsnvme0n1 $rs_seed
 diag "requeued=$(dmesg | sed -n 's/.*nvme_rs.*reset: \([0-9]*\) commands in flight sent again/\1/p' | awk '{ n += $1 } END { print n + 0 }')"
 c_seed=$((0x7e00 + $(cat /tmp/last_pass)))
 check c-requeued-read requeued_read $C "$(c_disk 1)" $c_seed
+
+# System sleep while nvme_rs's first disk is rewritten: pm_test=devices runs every driver's
+# suspend and resume callbacks around a suspend to idle. nvme_rs shuts its controller down
+# (CC.SHN), takes the requests in flight and sends them again after the reset that resumes it:
+# the rewriter finishes and its last pattern reads back; nvme-cli works on both drivers after.
+sleep_under_io() {
+    rewrite_start /dev/rsnvme0n1
+    echo devices >/sys/power/pm_test || return 1
+    slept=yes
+    echo freeze >/sys/power/state || slept=no
+    echo none >/sys/power/pm_test
+    [ $slept = yes ] && rewrite_check /dev/rsnvme0n1
+}
+check sleep-under-io sleep_under_io
+rs_seed=$((0x7e00 + $(cat /tmp/last_pass)))
+diag "resumed=$(dmesg | grep -c 'nvme_rs.*: resumed')"
+check nvme-cli-after-sleep nvme_as_c id_ctrl_after_sleep id-ctrl
 
 # A file held open across the unbind: its ioctls get ENODEV, nothing crashes, and while it is
 # open the module stays (the file's owner, or on 7.2 the driver's own reference).
