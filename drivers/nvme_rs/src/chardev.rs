@@ -21,8 +21,9 @@ use kernel::{
 
 use kernel::{bindings, ffi::c_int};
 
+use crate::controller::Controller;
 use crate::passthrough::{capable_sys_admin, Passthrough, PassthruCmd, PassthruCmd64};
-use crate::reset::Reset;
+use crate::reset;
 
 /// The NVMe ioctls (`linux/nvme_ioctl.h`).
 const NVME_IOCTL_ADMIN_CMD: u32 = _IOWR::<PassthruCmd>(b'N' as u32, 0x41);
@@ -60,8 +61,8 @@ const fn names() -> [[u8; 9]; 64] {
 
 /// What the device's files and sysfs attribute reach while the controller is bound.
 pub(crate) struct Controls<'a> {
+    pub(crate) ctrl: Arc<Controller<'a>>,
     pub(crate) passthrough: Passthrough<'a>,
-    pub(crate) reset: Reset<'a>,
 }
 
 /// What a file reaches: the controller's [`Controls`] while the device is bound.
@@ -131,14 +132,6 @@ impl<'a> ControllerDevice<'a> {
         })
     }
 
-    /// Runs `f` on the controls, as the device's files do; `ENODEV` once it goes.
-    pub(crate) fn with_controls<R>(
-        &self,
-        f: impl FnOnce(&mut Controls<'_>) -> Result<R>,
-    ) -> Result<R> {
-        self.gate.with_controls(f)
-    }
-
     /// The misc device's `struct device`.
     fn device_raw(&self) -> *mut bindings::device {
         // SAFETY: Registered (the value exists only so), so its `this_device` is set.
@@ -192,7 +185,7 @@ impl MiscDevice for ControllerFile {
                 if !capable_sys_admin() {
                     return Err(EACCES);
                 }
-                controls.reset.reset().map(|()| 0)
+                reset::reset(&controls.ctrl).map(|()| 0)
             }
             _ => Err(ENOTTY),
         })
@@ -235,7 +228,7 @@ unsafe extern "C" fn nvme_rs_reset_controller(dev: *mut bindings::device) -> c_i
         let device = kernel::container_of!(registration, ControllerDevice<'static>, registration);
         &(*device).gate
     };
-    match gate.with_controls(|controls| controls.reset.reset()) {
+    match gate.with_controls(|controls| reset::reset(&controls.ctrl)) {
         Ok(()) => 0,
         Err(e) => e.to_errno(),
     }

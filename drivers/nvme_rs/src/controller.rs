@@ -41,6 +41,10 @@ const _: () =
 /// interrupt handler runs, and the caller holds the controller's cancel lock.
 pub(crate) type CancelAll = unsafe fn(*mut bindings::blk_mq_tag_set);
 
+/// Resets the controller (`reset::reset`, handed to [`Controller::new`] as [`CancelAll`] is): for
+/// the timeout handler, which the reset builds on.
+pub(crate) type ResetController = fn(&Controller<'_>) -> Result;
+
 /// A bound NVMe controller's shared state.
 ///
 /// # Invariants
@@ -67,8 +71,16 @@ pub(crate) struct Controller<'a> {
     /// until then.
     shadow: ShadowDoorbells<'a>,
     dead: AtomicBool,
-    /// A reset is taking the commands from the controller and setting it up again.
+    /// Serialises resets, and their halves around system sleep.
+    #[pin]
+    pub(crate) reset_lock: Mutex<()>,
+    /// A reset is taking the commands from the controller and setting it up again, or the
+    /// controller sleeps.
     resetting: AtomicBool,
+    /// The driver is letting go of the controller: timeouts no longer reset it.
+    removing: AtomicBool,
+    /// How a timeout handler resets the controller.
+    reset: ResetController,
     /// How many resets began: a timeout handler that saw another number before cannot trust what
     /// it found.
     resets: AtomicU32,
@@ -89,10 +101,12 @@ pub(crate) struct Controller<'a> {
 
 impl<'a> Controller<'a> {
     /// Maps the registers, resets the controller, sets up the admin queue and enables it. `kill`
-    /// ends the requests in flight with `cancel_all`.
+    /// ends the requests in flight with `cancel_all`; a timeout handler resets the controller with
+    /// `reset`.
     pub(crate) fn new(
         dev: &'a pci::Device<Bound>,
         cancel_all: CancelAll,
+        reset: ResetController,
     ) -> impl PinInit<Self, Error> + 'a {
         try_pin_init!(Self {
             pdev: dev,
@@ -131,7 +145,10 @@ impl<'a> Controller<'a> {
                 cap.doorbell_stride(),
             )?,
             dead: AtomicBool::new(false),
+            reset_lock <- new_mutex!((), "nvme_rs:reset"),
             resetting: AtomicBool::new(false),
+            removing: AtomicBool::new(false),
+            reset,
             resets: AtomicU32::new(0),
             tag_set: AtomicPtr::new(core::ptr::null_mut()),
             cancel_all,
@@ -361,7 +378,24 @@ impl<'a> Controller<'a> {
         let _ = self.disable();
     }
 
-    /// Whether a reset is in progress.
+    /// Resets the controller: requests in flight are sent again. `EBUSY` while it sleeps.
+    pub(crate) fn reset(&self) -> Result {
+        (self.reset)(self)
+    }
+
+    /// From now on timeouts do not reset the controller, and a reset in progress has finished:
+    /// the driver lets go of it.
+    pub(crate) fn set_removing(&self) {
+        self.removing.store(true, Ordering::Release);
+        drop(self.reset_lock.lock());
+    }
+
+    /// Whether the driver is letting go of the controller.
+    pub(crate) fn is_removing(&self) -> bool {
+        self.removing.load(Ordering::Acquire)
+    }
+
+    /// Whether a reset is in progress, or the controller sleeps.
     pub(crate) fn is_resetting(&self) -> bool {
         self.resetting.load(Ordering::Acquire)
     }

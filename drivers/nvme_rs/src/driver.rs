@@ -42,7 +42,7 @@ use dma_local::{Coherent, Gfp, Mask};
 use io::{IoQueue, SentCounts};
 use namespace::{ControllerLimits, Namespace};
 use passthrough::Passthrough;
-use reset::{Reset, Stop};
+use reset::Stop;
 
 // The PCI driver with sleep and shutdown callbacks (`compat::pm`).
 kernel::module_driver! {
@@ -170,7 +170,7 @@ impl pci::Driver for NvmeDriver {
 /// after; requests in flight are sent again once the controller is back.
 impl compat::pm::PowerManaged for NvmeDriver {
     fn suspend(nvme: &Nvme<'_>) -> Result {
-        match nvme.with_reset(|reset| reset.stop(Stop::Shutdown)) {
+        match reset::stop(&nvme.ctrl, Stop::Shutdown) {
             // A dead controller has nothing to stop, and must not keep the system awake.
             Err(e) if e == ENODEV => Ok(()),
             result => result,
@@ -178,24 +178,17 @@ impl compat::pm::PowerManaged for NvmeDriver {
     }
 
     fn resume(nvme: &Nvme<'_>) -> Result {
-        nvme.with_reset(|reset| reset.start())
-            .inspect(|()| dev_info!(nvme.ctrl.pdev, "resumed\n"))
+        reset::start(&nvme.ctrl).inspect(|()| dev_info!(nvme.ctrl.pdev, "resumed\n"))
     }
 
     fn shutdown(nvme: &Nvme<'_>) {
-        if nvme.with_reset(|reset| reset.stop(Stop::Shutdown)).is_ok() {
+        if reset::stop(&nvme.ctrl, Stop::Shutdown).is_ok() {
             dev_info!(nvme.ctrl.pdev, "shut down\n");
         }
     }
 }
 
 impl<'bound> Nvme<'bound> {
-    /// Runs `f` on the controller's reset, serialised with the controller device's ioctls.
-    fn with_reset(&self, f: impl FnOnce(&Reset<'_>) -> Result) -> Result {
-        let device = self.chardev.as_ref().ok_or(ENODEV)?;
-        device.with_controls(|controls| f(&controls.reset))
-    }
-
     /// Brings a controller up, step by step as C's `nvme_probe` does. A step that fails leaves
     /// what the earlier ones made to `Drop`.
     fn probe(pdev: &'bound pci::Device<Bound>) -> Result<Self> {
@@ -234,9 +227,8 @@ impl<'bound> Nvme<'bound> {
         }?;
         namespace::add_disks(&ctrl, &mut nvme.disks)?;
         let controls = Controls {
+            ctrl: ctrl.clone(),
             passthrough: Passthrough::new(ctrl.clone(), limits.max_transfer, nvme.disks.len()),
-            // SAFETY: The queues do not change until `Drop`, which drops the device first.
-            reset: unsafe { Reset::new(ctrl.clone(), &nvme.io_queues) },
         };
         nvme.chardev = Some(ControllerDevice::new(controls, nvme.instance.0)?);
         nvme.announce(&limits);
@@ -252,7 +244,10 @@ impl<'bound> Nvme<'bound> {
             tag_set: None,
             namespaces: KVec::new(),
             io_queues: KVec::new(),
-            ctrl: Arc::pin_init(Controller::new(pdev, io::cancel_all), GFP_KERNEL)?,
+            ctrl: Arc::pin_init(
+                Controller::new(pdev, io::cancel_all, reset::reset),
+                GFP_KERNEL,
+            )?,
             vectors: None,
             instance: Instance::take()?,
         })
@@ -291,9 +286,10 @@ unsafe fn set_dma_limits(pdev: &pci::Device<Bound>) -> Result {
 
 impl Drop for Nvme<'_> {
     fn drop(&mut self) {
-        // No ioctl runs or starts from here on.
+        // No ioctl runs or starts from here on, nor a reset.
         self.chardev = None;
         let ctrl = self.ctrl.clone();
+        ctrl.set_removing();
         if !ctrl.is_present() {
             // Surprise removal: nothing will complete, so end everything in flight now, or deleting
             // the disks would wait for it forever.

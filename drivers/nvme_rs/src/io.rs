@@ -137,6 +137,25 @@ pub(crate) fn alloc_tag_set(queues: &KVec<Pin<KBox<IoQueue<'_>>>>) -> Result<Tag
     })
 }
 
+/// The I/O queues of `set`, a tag set made by [`alloc_tag_set`]: its driver data is their array.
+///
+/// # Safety
+///
+/// `set` is such a tag set, live, and the queues it was made with outlive `'s` unchanged (the
+/// driver drops the set before them, and changes neither meanwhile).
+pub(crate) unsafe fn queues_of<'s, 'a>(
+    set: *mut bindings::blk_mq_tag_set,
+) -> &'s [Pin<KBox<IoQueue<'a>>>] {
+    // SAFETY: By the function's safety requirement, `driver_data` is the first of `nr_hw_queues`
+    // queues (`alloc_tag_set`), live for `'s`.
+    unsafe {
+        core::slice::from_raw_parts(
+            (*set).driver_data.cast::<Pin<KBox<IoQueue<'a>>>>(),
+            (*set).nr_hw_queues as usize,
+        )
+    }
+}
+
 /// Steers each queue's interrupt to the CPUs that `tag_set` maps to its hardware queue.
 pub(crate) fn steer_interrupts(tag_set: &TagSet, queues: &KVec<Pin<KBox<IoQueue<'_>>>>) -> Result {
     for (index, queue) in queues.iter().enumerate() {
@@ -1177,27 +1196,54 @@ fn handle_timeout(queue: &IoQueue<'_>, rq: &Request<Pdu<'_>>) -> TimeoutAction {
             queue.qid
         );
         let cid = pdu.command_id(rq);
-        let aborting = ctrl.admin_command(|admin, bar| admin.abort(bar, queue.qid, cid));
-        if let Ok(true) = aborting {
-            // The command completes with "Command Abort Requested" through the normal path.
-            return TimeoutAction::ResetTimer;
+        // Not to a controller being reset, which no longer has the command.
+        let aborting = ctrl.admin_command(|admin, bar| {
+            if ctrl.is_resetting() {
+                return Err(EBUSY);
+            }
+            admin.abort(bar, queue.qid, cid)
+        });
+        if !matches!(aborting, Ok(true)) {
+            dev_warn!(
+                ctrl.pdev,
+                "I/O {} QID {} not aborted\n",
+                rq.tag(),
+                queue.qid
+            );
         }
-    }
-    if reset_since() {
-        // The abort (if any) went to a controller that no longer had the command: the reset
-        // took it, and sends it again or ends it.
+        // As in C, the command gets another timeout period whatever the answer: it completes
+        // (as "Command Abort Requested", or at last), or times out again.
         return TimeoutAction::ResetTimer;
     }
-    // Not abortable, or the abort did not finish it: stop the controller, which ends this request
-    // and all others with an error.
+    if reset_since() {
+        // A reset took the command from the controller, and sends it again or ends it.
+        return TimeoutAction::ResetTimer;
+    }
+    if ctrl.is_removing() {
+        // The driver is letting go of the controller: no reset, end everything.
+        ctrl.kill();
+        return TimeoutAction::Done;
+    }
+    // Timed out again after the abort: reset the controller, which takes this command and every
+    // other from it and sends them again (C's "I/O timeout, reset controller").
     dev_warn!(
         ctrl.pdev,
-        "I/O {} QID {} not aborted\n",
+        "I/O {} QID {} timed out again, resetting the controller\n",
         rq.tag(),
         queue.qid
     );
-    ctrl.kill();
-    TimeoutAction::Done
+    match ctrl.reset() {
+        // Asleep: the wake sends the command again.
+        Err(e) if e == EBUSY => TimeoutAction::ResetTimer,
+        // Nothing to reset: the controller died, or the driver began letting go of it since the
+        // check above. The cancelling ends the command (at once if it ran already).
+        Err(e) if e == ENODEV => {
+            ctrl.kill();
+            TimeoutAction::Done
+        }
+        // Sent again, or (a reset that failed kills the controller) ended.
+        _ => TimeoutAction::Done,
+    }
 }
 
 /// Hands every request of `set` still in flight to the completion path, which sends it again

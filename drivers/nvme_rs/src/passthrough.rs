@@ -319,9 +319,15 @@ impl<'a> Passthrough<'a> {
         let mut command = Command::from(request.command);
         command.set_prps(bounce.data.dma_handle(), bounce.prp2);
         // A timeout disables the controller (`admin_command`) before the buffer can be reused.
-        let done = self
-            .ctrl
-            .admin_command(|admin, bar| admin.execute_user(bar, command, request.timeout_ms))
+        // Not to a controller being reset or asleep, which would not answer.
+        let ctrl = &*self.ctrl;
+        let done = ctrl
+            .admin_command(|admin, bar| {
+                if ctrl.is_resetting() {
+                    return Err(EBUSY);
+                }
+                admin.execute_user(bar, command, request.timeout_ms)
+            })
             .map_err(|e| if e == ETIMEDOUT { EINTR } else { e })?;
         if !to_device {
             bounce.copy_out(data, len)?;

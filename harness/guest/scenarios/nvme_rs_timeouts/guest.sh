@@ -41,52 +41,69 @@ check lost-interrupt-polled sh -c 'dmesg | grep -q "nvme_rs.*timed out, completi
 check io-after-lost-interrupt blkio verify /dev/rsnvme0n1 101 32
 check reload-after-lost-interrupt reload
 
-# A command the controller keeps past the timeout, which Abort cannot end (QEMU's never does): the
-# host throttles the namespace to a byte a second. The driver disables the controller and fails
-# all I/O until it is reloaded; the C driver's disk is not touched.
-echo 1000 >/sys/block/rsnvme0n1/queue/io_timeout
-request throttle
-check stuck-io-fails sh -c '! blkio verify /dev/rsnvme0n1 101 1'
-check controller-killed sh -c 'dmesg | grep -q "nvme_rs.*controller disabled; failing outstanding I/O"'
-check other-namespace-fails-too blkio hammer /dev/rsnvme0n2 10
-request unthrottle
-check reload-after-kill reload
-check io-after-reload blkio verify /dev/rsnvme0n1 101 32
+# timeout_resets: how many times a timeout handler has reset the controller so far.
+timeout_resets() { dmesg | grep -c 'nvme_rs.*timed out again, resetting the controller'; }
+# until_timeout_resets N [SECONDS]: waits (60 s at most) until more than N.
+until_timeout_resets() { wait_for "${2:-60}" sh -c "test \$(dmesg | grep -c 'nvme_rs.*timed out again, resetting the controller') -gt $1"; }
 
-# Both namespaces' commands kept at once, the second disk's timeout due a second after the
-# first's (blk-mq rounds them up to the second). The first handler declares the controller dead
-# and (test_kill_delay) waits 4 s before it cancels, so that the second disk's handler finds its
+# A command the controller keeps past the timeout, which Abort cannot end (QEMU's never does): the
+# host throttles the namespace to a byte a second. As the C driver does, nvme_rs aborts it, gives it
+# another timeout, then resets the controller, which takes the command from it and sends it again;
+# the host lifts the throttle once the reset is done, and the read completes with the right data.
+# The other namespace works afterwards, with no reload.
+echo 1000 >/sys/block/rsnvme0n1/queue/io_timeout
+resets=$(timeout_resets)
+request throttle
+(blkio verify /dev/rsnvme0n1 101 1 >/tmp/stuck.out 2>&1; echo $? >/tmp/stuck.rc) &
+stuck=$!
+check stuck-io-resets until_timeout_resets "$resets"
+request unthrottle
+wait $stuck
+check stuck-read-completes-after-reset sh -c 'cat /tmp/stuck.out; test "$(cat /tmp/stuck.rc)" = 0'
+check sent-again-by-reset sh -c 'dmesg | grep -q "nvme_rs.*reset: [1-9][0-9]* commands in flight sent again"'
+check other-namespace-after-reset sh -c 'blkio fill /dev/rsnvme0n2 202 8 && blkio verify /dev/rsnvme0n2 202 8'
+check io-after-reset blkio verify /dev/rsnvme0n1 101 32
+
+# Both namespaces' commands kept at once while the controller is unbound, the second disk's timeout
+# due a second after the first's (blk-mq rounds them up to the second). Removal lets no timeout
+# reset the controller: the first handler to time out twice declares it dead and
+# (test_kill_delay) waits 4 s before it cancels, so that the second disk's handler finds its
 # request in flight on a dead controller: it must leave it to the cancelling, which ends every
-# request once. (Due together, the two disks' handlers could both start before either declared
-# the controller dead, and once did on the KASAN kernel.)
+# request once. (Due together, the two disks' handlers could both start before either declared the
+# controller dead, and once did on the KASAN kernel.)
 check reload-delaying-kills reload test_kill_delay=4000
 echo 1000 >/sys/block/rsnvme0n1/queue/io_timeout
 echo 2000 >/sys/block/rsnvme0n2/queue/io_timeout
+controller_resets=$(dmesg | grep -c 'nvme_rs.*resetting controller')
 request throttle-both
 for n in 1 2; do
     (blkio verify /dev/rsnvme0n$n 101 1 >/dev/null 2>&1; echo $? >/tmp/stuck$n.rc) &
 done
+sleep 0.5
+check remove-with-both-stuck sh -c "echo $RS_PCI >/sys/bus/pci/drivers/nvme_rs/unbind"
 wait
 check both-stuck-reads-fail sh -c 'test "$(cat /tmp/stuck1.rc)" != 0 -a "$(cat /tmp/stuck2.rc)" != 0'
 check both-timeouts-handled sh -c 'test "$(dmesg | grep -c "nvme_rs.*timed out on a dead controller")" -ge 1'
+check no-reset-while-removing test "$(dmesg | grep -c 'nvme_rs.*resetting controller')" = "$controller_resets"
 request unthrottle-both
-check reload-after-two-timeouts reload
+check bind-after-two-timeouts sh -c "echo $RS_PCI >/sys/bus/pci/drivers/nvme_rs/bind"
+check disk-after-two-timeouts wait_for 20 test -b /dev/rsnvme0n2
 check io-after-two-timeouts blkio verify /dev/rsnvme0n1 101 32
 
 # A controller that stops answering while the probe adds its disks: the host throttles the first
 # namespace to a byte a second, then reads 64 KiB through the throttle itself, which fills its
 # bucket, so the partition scan's read would wait most of a day. It times out (io_timeout=2), Abort
-# does not end it, the driver disables the controller, and the probe fails: no disk left, the
-# function released. Then the controller binds as before.
+# does not end it, and the reset that follows, during the probe, sends it again; the host lifts the
+# throttle, the probe completes with both disks, and the first reads back what it held.
 check unload-before-stuck-probe rmmod nvme_rs
+resets=$(timeout_resets)
 request throttle-and-fill
-insmod /modules/nvme_rs.ko io_timeout=2
-check stuck-probe-fails test ! -e /sys/bus/pci/devices/$RS_PCI/driver
-check stuck-probe-says-why sh -c 'dmesg | grep -q "nvme_rs .*controller stopped responding while its disks were added"'
-check stuck-probe-leaves-no-disk test ! -e /sys/block/rsnvme0n1 -a ! -e /sys/block/rsnvme0n2
-check released-after-stuck-probe pci_released $RS_PCI
+insmod /modules/nvme_rs.ko io_timeout=2 &
+loading=$!
+check reset-during-probe until_timeout_resets "$resets"
 request unthrottle
-check reload-after-stuck-probe reload
+wait $loading
+check probe-completes-after-reset wait_for 20 test -b /dev/rsnvme0n1 -a -b /dev/rsnvme0n2
 check io-after-stuck-probe blkio verify /dev/rsnvme0n1 101 32
 
 # Removal while a timeout is due: the controller is unbound while a read is stuck behind the
