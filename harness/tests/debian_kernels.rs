@@ -5,7 +5,8 @@
 //! Makefile; on 7.2 all three with their Makefiles. On each kernel:
 //! - the generated driver does its coherent and streaming DMA round trips with edu on bind;
 //! - nvme_rs writes and verifies 256 MiB, and reads back the same bytes as the C nvme driver of
-//!   the same kernel on a twin controller;
+//!   the same kernel on a twin controller; its controller device answers passthrough and reset,
+//!   and an open file of it keeps the module loaded;
 //! - e1000_rs moves 64 MiB each way over TCP with the C e1000 of the same kernel in a peer VM, the
 //!   checksums equal on both ends;
 //! - every module unloads, and no console shows an Oops, BUG or WARNING (as in every scenario).
@@ -40,6 +41,7 @@ fn drivers_work_on(kernel: Kernel, dkms: bool) {
         .nvme(vec![Drive::Raw { size: 512 * MIB }])
         .nic("e1000", link.end_a())
         .tool("netpipe")
+        .tool("passthru")
         .script(&format!(
             "{BIND_ALTERNATELY}{ADDRESSES}{}",
             DUT_SCRIPT.replace("@EDU@", &edu)

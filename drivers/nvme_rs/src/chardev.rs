@@ -19,7 +19,10 @@ use kernel::{
     sync::{Arc, ArcBorrow, Mutex},
 };
 
-use kernel::{bindings, ffi::c_int};
+use kernel::{
+    bindings,
+    ffi::{c_int, c_void},
+};
 
 use crate::controller::Controller;
 use crate::passthrough::{capable_sys_admin, Passthrough, PassthruCmd, PassthruCmd64};
@@ -124,7 +127,7 @@ impl<'a> ControllerDevice<'a> {
         .inspect(|device| {
             // SAFETY: A registered misc device's device; the attribute is static.
             let ret = unsafe {
-                bindings::device_create_file(device.device_raw(), nvme_rs_reset_controller_attr())
+                bindings::device_create_file(device.device_raw(), reset_controller_attr())
             };
             if ret != 0 {
                 pr_warn!("nvme_rs: no reset_controller ({})\n", ret);
@@ -146,7 +149,7 @@ impl PinnedDrop for ControllerDevice<'_> {
         *self.gate.target.lock() = None;
         // SAFETY: The registered device, whose attribute this is (or was never made, which
         // `device_remove_file` allows).
-        unsafe { bindings::device_remove_file(self.device_raw(), nvme_rs_reset_controller_attr()) };
+        unsafe { bindings::device_remove_file(self.device_raw(), reset_controller_attr()) };
     }
 }
 
@@ -207,7 +210,15 @@ impl Gate {
 
 extern "C" {
     /// `reset_controller`, write-only (`chardev_shim.c`: `DEVICE_ATTR_WO` is a macro).
-    fn nvme_rs_reset_controller_attr() -> *const bindings::device_attribute;
+    // `c_void`: the attribute's type is not FFI-safe in Rust where lockdep is off (an empty
+    // `lockdep_map`), though the pointer is.
+    fn nvme_rs_reset_controller_attr() -> *const c_void;
+}
+
+/// The `reset_controller` attribute.
+fn reset_controller_attr() -> *const bindings::device_attribute {
+    // SAFETY: Returns the address of a static.
+    unsafe { nvme_rs_reset_controller_attr() }.cast()
 }
 
 /// The store of `reset_controller`: resets the controller of misc device `dev`; 0 or an error.

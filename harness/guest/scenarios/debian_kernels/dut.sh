@@ -17,6 +17,15 @@ c_sha=$(dd if="/dev/$c_disk" bs=1M count=256 2>/dev/null | sha256sum | cut -d' '
 diag "rs_sha=$rs_sha"
 diag "c_sha=$c_sha"
 check same-bytes-as-c test "$rs_sha" = "$c_sha"
+# The controller device: passthrough (Identify, and the bad input and reset cases), and an open
+# file keeps the module loaded (7.2's misc devices leave the owner unset: the driver takes a
+# module reference itself).
+check nvme_rs-controller-device test -c /dev/rsnvme0
+check nvme_rs-passthrough sh -c 'passthru cases /dev/rsnvme0 | tee /tmp/cases | grep -q "^identify-after-reset ok"'
+diag "passthru_cases=$(tr '\n' '|' </tmp/cases)"
+exec 3</dev/rsnvme0
+check nvme_rs-stays-while-open sh -c '! rmmod nvme_rs 2>/dev/null'
+exec 3<&-
 check nvme_rs-unload rmmod nvme_rs
 
 check e1000_rs-load insmod /modules/e1000_rs.ko
