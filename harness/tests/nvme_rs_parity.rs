@@ -1,7 +1,8 @@
 //! nvme_rs as nvme-cli sees it, against the C nvme on a twin controller in the same VM: Debian's
 //! `nvme` (id-ctrl, id-ns, smart-log, error-log, get-feature) on both controllers' character
 //! devices, the passthrough ioctls' answers to bad input and to callers without privilege, a
-//! bounded random-command fuzz during I/O, and a file held open across the unbind.
+//! bounded random-command fuzz during I/O, I/O passthrough, resets and system sleep under I/O,
+//! and a file held open across the unbind.
 
 use std::collections::BTreeMap;
 
@@ -28,6 +29,9 @@ fn nvme_rs_nvme_cli_and_passthrough_against_the_c_nvme() {
         .tool("passthru")
         .nvme(drives())
         .nvme(drives())
+        // One namespace each: I/O commands on the controller's device go to it.
+        .nvme(vec![Drive::Raw { size: 16 * MIB }])
+        .nvme(vec![Drive::Raw { size: 16 * MIB }])
         .script(&format!("{BIND_ALTERNATELY}{SCRIPT}"))
         .timeout(std::time::Duration::from_secs(600));
     let outcome = harness::Scenario::new("nvme-rs-parity")
@@ -89,12 +93,36 @@ fn nvme_rs_nvme_cli_and_passthrough_against_the_c_nvme() {
     let requeued: u64 = dut.diagnostic("requeued").parse().expect("a count");
     assert!(requeued > 0, "no command was sent again");
 
+    // I/O passthrough (the guest compared the data): a wrong NSID gets the same answer; nobody may
+    // read through it from C (the controller's effects log says a Read is harmless), not from
+    // nvme_rs, which does not read that log.
+    let wrong_nsid = |key: &str| {
+        dut.diagnostic(key)
+            .replace("rsnvme1", "DEV")
+            .replace("nvme1", "DEV")
+            .replace("nvme0", "DEV")
+    };
+    assert_eq!(
+        wrong_nsid("io_wrong_nsid_rsnvme1"),
+        wrong_nsid(&format!(
+            "io_wrong_nsid_{}",
+            dut.diagnostic("io_devices")
+                .rsplit('/')
+                .next()
+                .unwrap_or_default()
+        )),
+        "a wrong NSID: nvme_rs / C"
+    );
+    assert_eq!(dut.diagnostic("io_nobody_rs"), "EACCES");
+    assert_eq!(dut.diagnostic("io_nobody_c"), "ok");
+
     assert_eq!(
         dut.diagnostic("held_file_after_unbind"),
         "identify-controller ENODEV"
     );
-    // The sleep callbacks ran once (the guest checked the data), and shutdown at power off.
-    assert_eq!(dut.diagnostic("resumed"), "1");
+    // The sleep callbacks ran once for each of nvme_rs's two controllers (the guest checked the
+    // data), and shutdown at power off.
+    assert_eq!(dut.diagnostic("resumed"), "2");
     assert!(
         dut.console.contains("nvme_rs") && dut.console.contains(": shut down"),
         "nvme_rs did not shut its controller down"

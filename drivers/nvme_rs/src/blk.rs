@@ -66,6 +66,8 @@ pub(crate) enum Op {
     Flush,
     Discard,
     WriteZeroes,
+    /// A driver-private request (`REQ_OP_DRV_IN`/`REQ_OP_DRV_OUT`): a passthrough command.
+    Driver,
     /// Anything else; this driver does not advertise it.
     Other(u32),
 }
@@ -146,6 +148,7 @@ impl<P> Request<P> {
             bindings::req_op_REQ_OP_FLUSH => Op::Flush,
             bindings::req_op_REQ_OP_DISCARD => Op::Discard,
             bindings::req_op_REQ_OP_WRITE_ZEROES => Op::WriteZeroes,
+            bindings::req_op_REQ_OP_DRV_IN | bindings::req_op_REQ_OP_DRV_OUT => Op::Driver,
             other => Op::Other(other),
         }
     }
@@ -673,6 +676,71 @@ const BLK_FEAT_WRITE_CACHE: u32 = 1 << 0;
 const BLK_FEAT_FUA: u32 = 1 << 1;
 /// `BLK_FEAT_ATOMIC_WRITES`: writes marked atomic (`RWF_ATOMIC`) reach the driver unsplit.
 const BLK_FEAT_ATOMIC_WRITES: u32 = 1 << 14;
+
+/// A driver-private request (`REQ_OP_DRV_IN`), allocated on a disk's queue for the driver to fill
+/// in and execute, freed on drop.
+///
+/// # Invariants
+///
+/// `rq` was allocated by `blk_mq_alloc_request` and is not freed yet.
+pub(crate) struct DriverRequest<P> {
+    rq: NonNull<bindings::request>,
+    _pdu: PhantomData<P>,
+}
+
+impl<P> DriverRequest<P> {
+    /// Allocates a request on `disk`'s queue, waiting for a tag; `to_device` for one whose data
+    /// goes to the device (`REQ_OP_DRV_OUT`).
+    pub(crate) fn new(disk: &Disk, to_device: bool) -> Result<Self> {
+        let op = if to_device {
+            bindings::req_op_REQ_OP_DRV_OUT
+        } else {
+            bindings::req_op_REQ_OP_DRV_IN
+        };
+        // SAFETY: The disk's queue is live while the disk is.
+        let rq = unsafe { bindings::blk_mq_alloc_request((*disk.raw.as_ptr()).queue, op, 0) };
+        // An `ERR_PTR` on failure: the last `MAX_ERRNO` addresses.
+        if rq as usize >= 0usize.wrapping_sub(bindings::MAX_ERRNO as usize) {
+            return Err(Error::from_errno(rq as isize as i32));
+        }
+        // INVARIANT: allocated above (not null: an `ERR_PTR` otherwise).
+        Ok(Self {
+            rq: NonNull::new(rq).ok_or(ENOMEM)?,
+            _pdu: PhantomData,
+        })
+    }
+
+    /// The request, which the driver owns until it executes it.
+    pub(crate) fn request(&self) -> &Request<P> {
+        // SAFETY: Allocated and not freed (type invariant).
+        unsafe { Request::from_raw(self.rq.as_ptr()) }
+    }
+
+    /// Sets how long the request may take, in milliseconds; 0 keeps the queue's timeout.
+    pub(crate) fn set_timeout_ms(&mut self, ms: u32) {
+        if ms > 0 {
+            // SAFETY: Not executed yet: the driver's to fill in.
+            unsafe {
+                (*self.rq.as_ptr()).timeout = kernel::time::msecs_to_jiffies(ms)
+                    .try_into()
+                    .unwrap_or(u32::MAX)
+            };
+        }
+    }
+
+    /// Sends the request through the queue and waits for it to end.
+    pub(crate) fn execute(&mut self) {
+        // SAFETY: An allocated request, filled in, not executed yet.
+        unsafe { bindings::blk_execute_rq(self.rq.as_ptr(), false) };
+    }
+}
+
+impl<P> Drop for DriverRequest<P> {
+    fn drop(&mut self) {
+        // SAFETY: Allocated and not freed (type invariant), and not in flight: `execute` waited.
+        unsafe { bindings::blk_mq_free_request(self.rq.as_ptr()) };
+    }
+}
 
 impl Disk {
     /// Allocates a disk with its request queue on `set`; `queuedata` is what the queue's requests

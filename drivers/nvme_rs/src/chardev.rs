@@ -183,7 +183,8 @@ impl MiscDevice for ControllerFile {
         gate.with_controls(|controls| match cmd {
             NVME_IOCTL_ADMIN_CMD => controls.passthrough.admin::<PassthruCmd>(arg),
             NVME_IOCTL_ADMIN64_CMD => controls.passthrough.admin::<PassthruCmd64>(arg),
-            NVME_IOCTL_IO_CMD | NVME_IOCTL_IO64_CMD => controls.passthrough.io_on_controller(),
+            NVME_IOCTL_IO_CMD => controls.passthrough.io::<PassthruCmd>(arg),
+            NVME_IOCTL_IO64_CMD => controls.passthrough.io::<PassthruCmd64>(arg),
             NVME_IOCTL_RESET => {
                 if !capable_sys_admin() {
                     return Err(EACCES);

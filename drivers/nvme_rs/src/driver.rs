@@ -226,9 +226,17 @@ impl<'bound> Nvme<'bound> {
             )
         }?;
         namespace::add_disks(&ctrl, &mut nvme.disks)?;
-        let controls = Controls {
-            ctrl: ctrl.clone(),
-            passthrough: Passthrough::new(ctrl.clone(), limits.max_transfer, nvme.disks.len()),
+        let controls = {
+            let mut disks = KVec::with_capacity(nvme.disks.len(), GFP_KERNEL)?;
+            for (namespace, disk) in nvme.namespaces.iter().zip(nvme.disks.iter()) {
+                disks.push((namespace.nsid, disk), GFP_KERNEL)?;
+            }
+            Controls {
+                ctrl: ctrl.clone(),
+                // SAFETY: The disks, in the vector's buffer, stay there until `Drop`, which drops
+                // the controller device first.
+                passthrough: unsafe { Passthrough::new(ctrl.clone(), limits.max_transfer, &disks) },
+            }
         };
         nvme.chardev = Some(ControllerDevice::new(controls, nvme.instance.0)?);
         nvme.announce(&limits);

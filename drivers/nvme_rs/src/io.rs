@@ -471,6 +471,7 @@ impl<'a> IoQueue<'a> {
                 let pdu = unsafe { &*rq.pdu() };
                 let status = done.status_field();
                 pdu.status.store(status, Ordering::Relaxed);
+                pdu.result.store(done.result64(), Ordering::Relaxed);
                 // The completion path alone sets it while the request is in flight: a poller and
                 // the handler never run at once, and the cancelling only after both stopped.
                 pdu.device_done.store(true, Ordering::Release);
@@ -551,6 +552,8 @@ pub(crate) struct Pdu<'a> {
     data: UnsafeCell<PduData<'a>>,
     /// The completion's status field.
     status: AtomicU16,
+    /// The completion's command specific result, DW0 and DW1 (for passthrough).
+    result: AtomicU64,
     /// The controller posted the completion.
     device_done: AtomicBool,
     /// The completion was taken but deliberately not completed (fault injection's lost
@@ -582,6 +585,9 @@ pub(crate) struct PduData<'a> {
     first: Option<Mapping<'a>>,
     more: KVec<Option<Mapping<'a>>>,
     list: Option<PoolBlock<'a, 'a, u64>>,
+    /// A passthrough request's command, data pointer included, which its submitter keeps alive
+    /// until the request ends ([`execute_user_command`]); null for other requests.
+    user_command: *const Command,
 }
 
 impl<'a> Pdu<'a> {
@@ -592,8 +598,10 @@ impl<'a> Pdu<'a> {
                 first: None,
                 more: KVec::new(),
                 list: None,
+                user_command: core::ptr::null(),
             }),
             status: AtomicU16::new(0),
+            result: AtomicU64::new(0),
             device_done: AtomicBool::new(false),
             completion_lost: AtomicBool::new(false),
             aborted: AtomicBool::new(false),
@@ -998,8 +1006,57 @@ fn prepare<'a>(
             };
             (command, pointer)
         }
+        Op::Driver => {
+            // SAFETY: Set by `execute_user_command`, whose command outlives the request.
+            let command = unsafe { pdu.user_command.as_ref() }.ok_or(Status::IOERR)?;
+            (*command, DataPointer::None)
+        }
         Op::Other(_) => return Err(Status::NOTSUPP),
     })
+}
+
+/// What a passthrough I/O command ended with.
+pub(crate) enum UserCompletion {
+    /// The controller completed it: its status field (0 for success) and result (DW0, DW1).
+    Completed { status: u16, result: u64 },
+    /// It did not reach the controller, or the driver ended it (a dead controller, too many
+    /// resets, a timeout).
+    Failed,
+}
+
+/// Sends `command` (its data pointer set) to namespace `disk` as a driver-private request, waiting
+/// at most `timeout_ms` (0: the queue's timeout), and waits for it to end. The memory `command`
+/// points to must stay until this returns.
+pub(crate) fn execute_user_command(
+    disk: &blk::Disk,
+    command: &Command,
+    to_device: bool,
+    timeout_ms: u32,
+) -> Result<UserCompletion> {
+    let mut request = blk::DriverRequest::<Pdu<'_>>::new(disk, to_device)?;
+    request.set_timeout_ms(timeout_ms);
+    {
+        // SAFETY: Allocated and not executed: the request, and its data, are this caller's.
+        let data = unsafe { (*request.request().pdu()).data() };
+        data.user_command = command;
+    }
+    // The request's own status says less than its pdu: which NVMe status, or none at all.
+    request.execute();
+    // SAFETY: Ended: the pdu is this caller's again; only its atomics are read.
+    let pdu = unsafe { &*request.request().pdu() };
+    // SAFETY: As above.
+    unsafe { pdu.data() }.user_command = core::ptr::null();
+    let nvme_status = pdu.status.load(Ordering::Relaxed);
+    Ok(
+        if pdu.device_done.load(Ordering::Acquire) && nvme_status != command::SC_HOST_ABORTED {
+            UserCompletion::Completed {
+                status: nvme_status,
+                result: pdu.result.load(Ordering::Relaxed),
+            }
+        } else {
+            UserCompletion::Failed
+        },
+    )
 }
 
 /// Maps the request's data for the device, one mapping for each run of pieces that follow each

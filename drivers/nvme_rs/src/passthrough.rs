@@ -10,7 +10,7 @@
 //! reaches only that buffer, and the caller gets its `data_len` bytes. The buffer is zeroed before
 //! every command, so that no command sees another's data.
 
-use core::mem::offset_of;
+use core::{mem::offset_of, ptr::NonNull};
 
 use kernel::{
     bindings,
@@ -21,9 +21,11 @@ use kernel::{
     uaccess::{UserPtr, UserSlice},
 };
 
-use crate::command::{Command, Completion, UserCommand};
+use crate::blk::Disk;
+use crate::command::{Command, UserCommand};
 use crate::controller::Controller;
 use crate::dma_local::{Coherent, Gfp};
+use crate::io::{self, UserCompletion};
 use crate::regs::PAGE_SIZE;
 
 /// `struct nvme_passthru_cmd` (`linux/nvme_ioctl.h`), also `struct nvme_admin_cmd`.
@@ -98,7 +100,8 @@ pub(crate) trait Passthru: FromBytes + AsBytes + Default {
     const RESULT_OFFSET: usize;
 
     fn request(&self) -> UserRequest;
-    fn result(done: &Completion) -> Self::Result;
+    /// The `result` field for a completion's DW0 and DW1.
+    fn result(dw0_dw1: u64) -> Self::Result;
 }
 
 macro_rules! user_request {
@@ -129,8 +132,8 @@ impl Passthru for PassthruCmd {
         user_request!(self)
     }
 
-    fn result(done: &Completion) -> u32 {
-        done.result
+    fn result(dw0_dw1: u64) -> u32 {
+        dw0_dw1 as u32
     }
 }
 
@@ -142,8 +145,8 @@ impl Passthru for PassthruCmd64 {
         user_request!(self)
     }
 
-    fn result(done: &Completion) -> u64 {
-        done.result64()
+    fn result(dw0_dw1: u64) -> u64 {
+        dw0_dw1
     }
 }
 
@@ -266,21 +269,44 @@ pub(crate) struct Passthrough<'a> {
     max_transfer: usize,
     /// The namespaces with a disk.
     namespaces: usize,
+    /// The one namespace, if there is one: where I/O commands sent to the controller's device go.
+    single_namespace: Option<(u32, NonNull<Disk>)>,
     bounce: Option<Bounce<'a>>,
 }
 
+// SAFETY: The disk is only used by the thread that holds the passthrough (`&mut self`), and a
+// disk may be used from any thread.
+unsafe impl Send for Passthrough<'_> {}
+
+/// Where a passthrough command goes.
+#[derive(Clone, Copy)]
+enum Target {
+    /// The admin queue.
+    Admin,
+    /// Namespace `nsid`'s disk, as a driver-private request on its queue.
+    Namespace(u32, NonNull<Disk>),
+}
+
 impl<'a> Passthrough<'a> {
-    /// Passthrough to `ctrl`, whose transfers are at most `max_transfer` bytes, with disks for
-    /// `namespaces` namespaces.
-    pub(crate) fn new(
+    /// Passthrough to `ctrl`, whose transfers are at most `max_transfer` bytes, with `disks` for
+    /// its namespaces, each with its NSID.
+    ///
+    /// # Safety
+    ///
+    /// The disks outlive the returned value.
+    pub(crate) unsafe fn new(
         ctrl: kernel::sync::Arc<Controller<'a>>,
         max_transfer: usize,
-        namespaces: usize,
+        disks: &[(u32, &Disk)],
     ) -> Self {
         Self {
             ctrl,
             max_transfer,
-            namespaces,
+            namespaces: disks.len(),
+            single_namespace: match disks {
+                [(nsid, disk)] => Some((*nsid, NonNull::from(*disk))),
+                _ => None,
+            },
             bounce: None,
         }
     }
@@ -291,6 +317,32 @@ impl<'a> Passthrough<'a> {
     /// `EACCES` for a command the caller may not send, `EINTR` for one the controller did not
     /// complete in time). The result goes back to the structure whenever the command completed.
     pub(crate) fn admin<C: Passthru>(&mut self, arg: usize) -> Result<isize> {
+        self.send::<C>(arg, Target::Admin)
+    }
+
+    /// Sends the I/O command of the `C` at user address `arg` to the controller's only namespace
+    /// (C's `nvme_dev_user_cmd`, the deprecated `NVME_IOCTL_IO_CMD` on the controller's device):
+    /// `ENOTTY` without a namespace and `EINVAL` with several, where it is ambiguous, as from C.
+    /// Otherwise as [`Self::admin`], but for who may send it: only `CAP_SYS_ADMIN` (C also lets
+    /// others send what the controller's Commands Supported and Effects log says is harmless,
+    /// which this driver does not read), and the NSID must be the namespace's (`EINVAL`).
+    pub(crate) fn io<C: Passthru>(&mut self, arg: usize) -> Result<isize> {
+        let Some((nsid, disk)) = self.single_namespace else {
+            if self.namespaces == 0 {
+                return Err(ENOTTY);
+            }
+            dev_warn!(
+                self.ctrl.pdev,
+                "NVME_IOCTL_IO_CMD not supported when multiple namespaces present\n"
+            );
+            return Err(EINVAL);
+        };
+        self.send::<C>(arg, Target::Namespace(nsid, disk))
+    }
+
+    /// Checks the command of the `C` at user address `arg`, moves its data through the bounce
+    /// buffer and sends it to `target`.
+    fn send<C: Passthru>(&mut self, arg: usize, target: Target) -> Result<isize> {
         let cmd: C = UserSlice::new(UserPtr::from_addr(arg), size_of::<C>())
             .reader()
             .read()?;
@@ -298,10 +350,21 @@ impl<'a> Passthrough<'a> {
         if request.flags != 0 {
             return Err(EINVAL);
         }
-        if !allowed(&request.command) {
-            return Err(EACCES);
+        match target {
+            Target::Admin if !allowed(&request.command) => return Err(EACCES),
+            Target::Namespace(nsid, _) if request.command.nsid != nsid => {
+                dev_err!(
+                    self.ctrl.pdev,
+                    "nsid ({}) in cmd does not match nsid ({}) of namespace\n",
+                    request.command.nsid,
+                    nsid
+                );
+                return Err(EINVAL);
+            }
+            Target::Namespace(..) if !capable_sys_admin() => return Err(EACCES),
+            _ => {}
         }
-        // The controller's device has no namespace, so no metadata, as in C.
+        // The controller's device has no namespace, and this driver's namespaces no metadata.
         if request.metadata != 0 && request.metadata_len != 0 {
             return Err(EINVAL);
         }
@@ -318,17 +381,32 @@ impl<'a> Passthrough<'a> {
         bounce.prepare(data, len, to_device)?;
         let mut command = Command::from(request.command);
         command.set_prps(bounce.data.dma_handle(), bounce.prp2);
-        // A timeout disables the controller (`admin_command`) before the buffer can be reused.
-        // Not to a controller being reset or asleep, which would not answer.
-        let ctrl = &*self.ctrl;
-        let done = ctrl
-            .admin_command(|admin, bar| {
-                if ctrl.is_resetting() {
-                    return Err(EBUSY);
+        let (status, result) = match target {
+            Target::Admin => {
+                // A timeout disables the controller (`admin_command`) before the buffer can be
+                // reused. Not to a controller being reset or asleep, which would not answer.
+                let ctrl = &*self.ctrl;
+                let done = ctrl
+                    .admin_command(|admin, bar| {
+                        if ctrl.is_resetting() {
+                            return Err(EBUSY);
+                        }
+                        admin.execute_user(bar, command, request.timeout_ms)
+                    })
+                    .map_err(|e| if e == ETIMEDOUT { EINTR } else { e })?;
+                (done.status_field(), done.result64())
+            }
+            Target::Namespace(_, disk) => {
+                // SAFETY: The disks outlive `self` (`new`'s safety requirement).
+                let disk = unsafe { disk.as_ref() };
+                // The request ends before this returns: a timeout ends it after the controller
+                // let go of it (abort, reset, or kill), so the buffer is not in use any more.
+                match io::execute_user_command(disk, &command, to_device, request.timeout_ms)? {
+                    UserCompletion::Completed { status, result } => (status, result),
+                    UserCompletion::Failed => return Err(EIO),
                 }
-                admin.execute_user(bar, command, request.timeout_ms)
-            })
-            .map_err(|e| if e == ETIMEDOUT { EINTR } else { e })?;
+            }
+        };
         if !to_device {
             bounce.copy_out(data, len)?;
         }
@@ -337,20 +415,8 @@ impl<'a> Passthrough<'a> {
             size_of::<C::Result>(),
         )
         .writer()
-        .write(&C::result(&done))?;
+        .write(&C::result(result))?;
         // Lossless: 15 bits.
-        Ok(done.status_field() as isize)
-    }
-
-    /// An I/O command sent to the controller's device (the deprecated `NVME_IOCTL_IO_CMD` there):
-    /// as from C, `ENOTTY` without a namespace and `EINVAL` with several, where it is ambiguous.
-    /// With one, C sends it to that namespace; this driver has no I/O passthrough yet.
-    pub(crate) fn io_on_controller(&self) -> Result<isize> {
-        match self.namespaces {
-            0 => Err(ENOTTY),
-            // 7.2's kernel crate does not name `EOPNOTSUPP`.
-            1 => Err(Error::from_errno(-(bindings::EOPNOTSUPP as c_int))),
-            _ => Err(EINVAL),
-        }
+        Ok(status as isize)
     }
 }

@@ -18,6 +18,10 @@
  *                               (a privileged command that went through for an unprivileged
  *                               caller, an errno outside EACCES, EINVAL, EFAULT).
  *
+ *   passthru io-read DEV        one I/O command on the controller's device (NVME_IOCTL_IO_CMD,
+ *                               for its only namespace): a 4 KiB Read at LBA 8 of NSID 1; prints
+ *                               RESULT as above.
+ *
  * Run as root with "--as-nobody" first, it drops to uid and gid 65534 before opening DEV. DEV
  * "fd:N" is the file already open as descriptor N (one opened before its driver went away).
  */
@@ -282,7 +286,7 @@ int main(int argc, char **argv)
 		argc--;
 	}
 	if (argc < 3) {
-		fprintf(stderr, "usage: passthru [--as-nobody] cases DEV | fuzz DEV N SEED\n");
+		fprintf(stderr, "usage: passthru [--as-nobody] cases DEV | fuzz DEV N SEED | io-read DEV\n");
 		return 2;
 	}
 	if (strncmp(argv[2], "fd:", 3) == 0)
@@ -295,8 +299,16 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "cases") == 0)
 		return cases(fd);
+	if (strcmp(argv[1], "io-read") == 0) {
+		static char buf[PAGE];
+		struct nvme_passthru_cmd cmd = { .opcode = 0x02, .nsid = 1, .addr = (uintptr_t)buf,
+						 .data_len = PAGE, .cdw10 = 8, .cdw12 = 7 };
+
+		printf("%s\n", result(ioctl(fd, NVME_IOCTL_IO_CMD, &cmd)));
+		return 0;
+	}
 	if (strcmp(argv[1], "fuzz") == 0 && argc == 5)
 		return fuzz(fd, atol(argv[3]), strtoul(argv[4], NULL, 0), privileged);
-	fprintf(stderr, "usage: passthru [--as-nobody] cases DEV | fuzz DEV N SEED\n");
+	fprintf(stderr, "usage: passthru [--as-nobody] cases DEV | fuzz DEV N SEED | io-read DEV\n");
 	return 2;
 }

@@ -1,14 +1,18 @@
 # shellcheck shell=sh
 # nvme_rs's controller device as nvme-cli and the passthrough ioctls see it, against the C nvme
-# driver's twin: the first controller is nvme_rs's (/dev/rsnvme0), the second the C driver's
-# (/dev/nvme0).
+# driver's twin: the first controller is nvme_rs's (/dev/rsnvme0), the second the C driver's; the
+# third and fourth, with one namespace each, the same.
 check load insmod /modules/nvme_rs.ko
 check disks wait_for 20 test -b /dev/rsnvme0n1 -a -b /dev/rsnvme0n2
 check controller-device wait_for 20 test -c /dev/rsnvme0
 check load-c-nvme load_c_nvme
-check c-controller-device wait_for 20 test -c /dev/nvme0
+# c_controller PCI_ADDRESS: the C driver's controller device there (it probes its controllers at
+# once, so their numbers need not follow the bus).
+c_controller() { echo "/dev/$(ls "/sys/bus/pci/devices/$1/nvme")"; }
+check c-controller-device wait_for 20 sh -c "ls /sys/bus/pci/devices/$C_PCI/nvme | grep -q nvme"
 
-RS=/dev/rsnvme0 C=/dev/nvme0
+RS=/dev/rsnvme0 C=$(c_controller "$C_PCI")
+check c-controller-node wait_for 20 test -c "$C"
 # What tells twin controllers apart (serial number, NQN), the device's own name in nvme-cli's
 # headers, and the I/O counters of the SMART log, which follow each disk's own history.
 twin_lines='^sn  *:|^subnqn  *:|^Data Units|^host_(read|write)_commands|^controller_busy_time'
@@ -25,7 +29,7 @@ nvme_out() {
 nvme_as_c() {
     name=$1
     shift
-    rs_out=$(nvme_out "$1" $RS "$@") c_out=$(nvme_out "$1" $C "$@")
+    rs_out=$(nvme_out "$1" $RS "$@") c_out=$(nvme_out "$1" "$C" "$@")
     diag "nvme_$name=$rs_out"
     [ "$rs_out" = "$c_out" ] || {
         echo "nvme $*: nvme_rs / C:"
@@ -48,19 +52,19 @@ for f in 1 2 4 5 6 7 8 9 0xa; do
 done
 for f in 0xb 0xe 0x16; do
     diag "nvme_feature_${f}_rs=$(nvme_out get-feature $RS -f $f)"
-    diag "nvme_feature_${f}_c=$(nvme_out get-feature $C -f $f)"
+    diag "nvme_feature_${f}_c=$(nvme_out get-feature "$C" -f $f)"
 done
 diag "nvme_id_ctrl_rs_sn=$(nvme id-ctrl $RS | grep '^sn ')"
 
 # The passthrough ioctls' answers to bad flags, metadata, lengths and pointers, and to commands
 # a caller may or may not send, as root and as nobody (the device nodes opened to everyone, as
 # the ioctls check the caller themselves).
-chmod 0666 $RS $C
+chmod 0666 $RS "$C"
 for who in root nobody; do
     as=
     [ $who = nobody ] && as=--as-nobody
     # shellcheck disable=SC2086 # no option as root
-    rs_cases=$(passthru $as cases $RS | tr '\n' '|') c_cases=$(passthru $as cases $C | tr '\n' '|')
+    rs_cases=$(passthru $as cases $RS | tr '\n' '|') c_cases=$(passthru $as cases "$C" | tr '\n' '|')
     diag "cases_${who}_rs=$rs_cases"
     diag "cases_${who}_c=$c_cases"
 done
@@ -77,12 +81,12 @@ writer_rc=$?
 check writer-during-fuzz test $writer_rc = 0
 check verify-after-fuzz blkio verify /dev/rsnvme0n1 0xf022 48
 check id-ctrl-after-fuzz nvme_as_c id_ctrl_after_fuzz id-ctrl
-check fuzz-as-root-on-c passthru fuzz $C 3000 1
+check fuzz-as-root-on-c passthru fuzz "$C" 3000 1
 
 # Controller resets while I/O runs, three through nvme-cli's `nvme reset` (NVME_IOCTL_RESET) and
 # three through sysfs, on each driver: random reads at queue depth 32 on the second disk end
 # without an error, and the first disk, rewritten meanwhile, reads back the last pattern written.
-c_disk() { for d in /sys/block/nvme0n*; do [ "$(cat "$d/nsid")" = "$1" ] && echo "/dev/${d##*/}"; done; }
+c_disk() { for d in /sys/block/"${C#/dev/}"n*; do [ "$(cat "$d/nsid")" = "$1" ] && echo "/dev/${d##*/}"; done; }
 # rewrite_start DISK: rewrites DISK's first 48 MiB, a new pattern each pass (60 at most), until
 # rewrite_check, which must run in the same shell: the last pattern written reads back.
 rewrite_start() {
@@ -120,7 +124,7 @@ resets_under_io() {
 check resets-under-io resets_under_io $RS /sys/class/misc/rsnvme0/reset_controller /dev/rsnvme0n1 /dev/rsnvme0n2
 rs_seed=$((0x7e00 + $(cat /tmp/last_pass)))
 diag "resets=$(dmesg | grep -c 'nvme_rs.*resetting controller')"
-check c-resets-under-io resets_under_io $C /sys/class/nvme/nvme0/reset_controller "$(c_disk 1)" "$(c_disk 2)"
+check c-resets-under-io resets_under_io "$C" "/sys/class/nvme/${C#/dev/}/reset_controller" "$(c_disk 1)" "$(c_disk 2)"
 check nvme-cli-after-resets nvme_as_c id_ctrl_after_resets id-ctrl
 
 # QEMU completes what it has when it is disabled, so for a command still in flight at a reset, one
@@ -146,7 +150,7 @@ requeued_read() {
 check requeued-read requeued_read $RS /dev/rsnvme0n1 $rs_seed
 diag "requeued=$(dmesg | sed -n 's/.*nvme_rs.*reset: \([0-9]*\) commands in flight sent again/\1/p' | awk '{ n += $1 } END { print n + 0 }')"
 c_seed=$((0x7e00 + $(cat /tmp/last_pass)))
-check c-requeued-read requeued_read $C "$(c_disk 1)" $c_seed
+check c-requeued-read requeued_read "$C" "$(c_disk 1)" $c_seed
 
 # System sleep while nvme_rs's first disk is rewritten: pm_test=devices runs every driver's
 # suspend and resume callbacks around a suspend to idle. nvme_rs shuts its controller down
@@ -164,6 +168,31 @@ check sleep-under-io sleep_under_io
 rs_seed=$((0x7e00 + $(cat /tmp/last_pass)))
 diag "resumed=$(dmesg | grep -c 'nvme_rs.*: resumed')"
 check nvme-cli-after-sleep nvme_as_c id_ctrl_after_sleep id-ctrl
+
+# I/O passthrough on a controller's device (the deprecated NVME_IOCTL_IO_CMD there, which goes to
+# the only namespace): the second pair of controllers has one namespace each. nvme-cli's
+# io-passthru writes 4 KiB at LBA 8 and reads it back, on each driver; the disk reads back the
+# same bytes, and both drivers answer the same to a wrong NSID and to nobody.
+RS1=/dev/rsnvme1
+C1=$(c_controller "$(for d in /sys/bus/pci/devices/*; do [ -d "$d/nvme" ] && echo "${d##*/}"; done | sed -n 2p)")
+diag "io_devices=$RS1,$C1"
+dd if=/dev/urandom of=/tmp/pattern bs=4096 count=1 2>/dev/null
+# io_passthru DEV: writes the pattern at LBA 8 and reads it back through the device
+io_passthru() {
+    nvme io-passthru "$1" -o 1 -n 1 -l 4096 -w --cdw10=8 --cdw12=7 -i /tmp/pattern || return 1
+    nvme io-passthru "$1" -o 2 -n 1 -l 4096 -r --cdw10=8 --cdw12=7 -b >/tmp/back || return 1
+    cmp /tmp/pattern /tmp/back
+}
+check io-passthru io_passthru $RS1
+check io-passthru-on-disk sh -c 'dd if=/dev/rsnvme1n1 bs=4096 skip=1 count=1 2>/dev/null | cmp /tmp/pattern -'
+check c-io-passthru io_passthru "$C1"
+for dev in $RS1 "$C1"; do
+    out=$(nvme io-passthru "$dev" -o 2 -n 2 -l 4096 -r --cdw10=8 --cdw12=7 2>&1 | tail -n 1)
+    diag "io_wrong_nsid_${dev##*/}=$out"
+done
+chmod 0666 $RS1 "$C1"
+diag "io_nobody_rs=$(passthru --as-nobody io-read $RS1)"
+diag "io_nobody_c=$(passthru --as-nobody io-read "$C1")"
 
 # A file held open across the unbind: its ioctls get ENODEV, nothing crashes, and while it is
 # open the module stays (the file's owner, or on 7.2 the driver's own reference).
