@@ -63,7 +63,7 @@ fn nvme_rs_nvme_cli_and_passthrough_against_the_c_nvme() {
     for who in ["root", "nobody"] {
         let rs_text = dut.diagnostic(&format!("cases_{who}_rs"));
         let c_text = dut.diagnostic(&format!("cases_{who}_c"));
-        let (rs, c) = (cases(&rs_text), cases(&c_text));
+        let (rs, c) = (cases(rs_text), cases(c_text));
         assert!(rs.len() >= 25, "{who}: {rs_text}");
         assert_eq!(
             rs.keys().collect::<Vec<_>>(),
