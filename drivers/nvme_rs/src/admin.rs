@@ -21,6 +21,8 @@ use crate::regs::Bar0;
 
 /// Entries of each admin queue.
 pub(crate) const ADMIN_DEPTH: u16 = 32;
+/// The longest a command from user space may take, in milliseconds.
+const MAX_USER_TIMEOUT_MS: i64 = 10 * 60 * 1000;
 /// The size of every Identify data structure.
 pub(crate) const IDENTIFY_SIZE: usize = 4096;
 
@@ -87,7 +89,7 @@ impl<'a> AdminQueue<'a> {
     }
 
     /// Submits a command from user space (passthrough) and waits for its completion, for
-    /// `timeout_ms` and at least the driver's own admin timeout: a shorter wait would leave the
+    /// `timeout_ms` (at most ten minutes) and at least the driver's own admin timeout: a shorter wait would leave the
     /// command, and the memory it points to, in the controller's hands. Returns the completion
     /// whatever its status; `ETIMEDOUT` if there was none in time.
     pub(crate) fn execute_user(
@@ -96,7 +98,10 @@ impl<'a> AdminQueue<'a> {
         mut command: Command,
         timeout_ms: u32,
     ) -> Result<Completion> {
-        let timeout_ms = self.timeout_ms.max(i64::from(timeout_ms));
+        // At most ten minutes: the admin queue, and the controller's resets, wait for it.
+        let timeout_ms = self
+            .timeout_ms
+            .max(i64::from(timeout_ms).min(MAX_USER_TIMEOUT_MS));
         self.submit_and_wait(bar, &mut command, timeout_ms)
     }
 

@@ -8,7 +8,7 @@
 //! holds only a [`Gate`], which reaches the controller while the device is bound: removal closes it,
 //! waiting for an ioctl in progress, and later ioctls get `ENODEV`, as with the C driver.
 
-use core::ptr::NonNull;
+use core::{cell::UnsafeCell, ptr::NonNull};
 
 use kernel::{
     fs::File,
@@ -32,7 +32,6 @@ use crate::reset;
 const NVME_IOCTL_ADMIN_CMD: u32 = _IOWR::<PassthruCmd>(b'N' as u32, 0x41);
 const NVME_IOCTL_IO_CMD: u32 = _IOWR::<PassthruCmd>(b'N' as u32, 0x43);
 const NVME_IOCTL_ADMIN64_CMD: u32 = _IOWR::<PassthruCmd64>(b'N' as u32, 0x47);
-const NVME_IOCTL_IO64_CMD: u32 = _IOWR::<PassthruCmd64>(b'N' as u32, 0x48);
 const NVME_IOCTL_RESET: u32 = _IO(b'N' as u32, 0x44);
 // `NVME_IOCTL_ID` is for a namespace's device: `ENOTTY` here, as from C, which tells nvme-cli it
 // holds a controller.
@@ -90,10 +89,13 @@ unsafe impl Send for Published {}
 /// The character device of a bound controller.
 #[pin_data(PinnedDrop)]
 pub(crate) struct ControllerDevice<'a> {
-    controls: Controls<'a>,
-    gate: Arc<Gate>,
+    // Dropped first (fields drop in this order; they are initialised in the initialiser's): a
+    // file being opened meanwhile still finds the gate.
     #[pin]
     registration: MiscDeviceRegistration<ControllerFile>,
+    gate: Arc<Gate>,
+    /// Reached through the gate by one thread at a time (a cell: `&self` does not cover it).
+    controls: UnsafeCell<Controls<'a>>,
 }
 
 impl<'a> ControllerDevice<'a> {
@@ -104,14 +106,14 @@ impl<'a> ControllerDevice<'a> {
         let name = CStr::from_bytes_until_nul(bytes).map_err(|_| EINVAL)?;
         KBox::try_pin_init(
             try_pin_init!(&this in Self {
-                controls,
+                controls: UnsafeCell::new(controls),
                 gate: Arc::pin_init(
                     try_pin_init!(Gate {
                         // INVARIANT: the field is initialised (the fields are in order) and pinned
                         // with `self`, whose drop closes the gate first.
                         target <- new_mutex!(Some(Published(
                             // SAFETY: `this` is the struct being initialised; no reference to it
-                            // is made.
+                            // is made. The cell is transparent: its address is the controls'.
                             unsafe { NonNull::new_unchecked(
                                 (&raw mut (*this.as_ptr()).controls).cast()
                             ) }
@@ -135,6 +137,14 @@ impl<'a> ControllerDevice<'a> {
         })
     }
 
+    /// Closes the gate: ioctls and resets through the device end first, later ones get `ENODEV`.
+    /// The bounce buffer stays until the device is dropped, which the driver does once the
+    /// controller is disabled: a command a privileged caller left with it (a queue, a doorbell
+    /// buffer) may point there until then.
+    pub(crate) fn close(&self) {
+        *self.gate.target.lock() = None;
+    }
+
     /// The misc device's `struct device`.
     fn device_raw(&self) -> *mut bindings::device {
         // SAFETY: Registered (the value exists only so), so its `this_device` is set.
@@ -146,7 +156,7 @@ impl<'a> ControllerDevice<'a> {
 impl PinnedDrop for ControllerDevice<'_> {
     fn drop(self: Pin<&mut Self>) {
         // Waits for an ioctl or reset in progress; the files still open find the gate closed.
-        *self.gate.target.lock() = None;
+        self.close();
         // SAFETY: The registered device, whose attribute this is (or was never made, which
         // `device_remove_file` allows).
         unsafe { bindings::device_remove_file(self.device_raw(), reset_controller_attr()) };
@@ -184,12 +194,12 @@ impl MiscDevice for ControllerFile {
             NVME_IOCTL_ADMIN_CMD => controls.passthrough.admin::<PassthruCmd>(arg),
             NVME_IOCTL_ADMIN64_CMD => controls.passthrough.admin::<PassthruCmd64>(arg),
             NVME_IOCTL_IO_CMD => controls.passthrough.io::<PassthruCmd>(arg),
-            NVME_IOCTL_IO64_CMD => controls.passthrough.io::<PassthruCmd64>(arg),
+            // C has no 64-bit I/O command on the controller's device.
             NVME_IOCTL_RESET => {
                 if !capable_sys_admin() {
                     return Err(EACCES);
                 }
-                reset::reset(&controls.ctrl).map(|()| 0)
+                reset::reset(&controls.ctrl, None).map(|()| 0)
             }
             _ => Err(ENOTTY),
         })
@@ -203,8 +213,8 @@ impl Gate {
         let Some(published) = &*target else {
             return Err(ENODEV);
         };
-        // SAFETY: Published, so it points to live `Controls` (type invariant), which this thread
-        // alone uses while it holds the gate's lock.
+        // SAFETY: Published, so it points to live `Controls` (type invariant), in a cell, which
+        // this thread alone uses while it holds the gate's lock.
         f(unsafe { &mut *published.0.as_ptr().cast::<Controls<'_>>() })
     }
 }
@@ -240,7 +250,7 @@ unsafe extern "C" fn nvme_rs_reset_controller(dev: *mut bindings::device) -> c_i
         let device = kernel::container_of!(registration, ControllerDevice<'static>, registration);
         &(*device).gate
     };
-    match gate.with_controls(|controls| reset::reset(&controls.ctrl)) {
+    match gate.with_controls(|controls| reset::reset(&controls.ctrl, None)) {
         Ok(()) => 0,
         Err(e) => e.to_errno(),
     }

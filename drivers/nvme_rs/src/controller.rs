@@ -42,8 +42,9 @@ const _: () =
 pub(crate) type CancelAll = unsafe fn(*mut bindings::blk_mq_tag_set);
 
 /// Resets the controller (`reset::reset`, handed to [`Controller::new`] as [`CancelAll`] is): for
-/// the timeout handler, which the reset builds on.
-pub(crate) type ResetController = fn(&Controller<'_>) -> Result;
+/// the timeout handlers, which the reset builds on. With `Some(count)`, only if no reset began
+/// since the controller's reset count was `count`.
+pub(crate) type ResetController = fn(&Controller<'_>, Option<u32>) -> Result;
 
 /// A bound NVMe controller's shared state.
 ///
@@ -261,9 +262,9 @@ impl<'a> Controller<'a> {
 
     /// Runs admin commands (`f`, with the admin queue locked). A command that timed out may still
     /// be in the controller's hands, and with it the memory it points to (an Identify buffer, a
-    /// queue being created): the controller is then killed (disabled) before the caller can free
-    /// any of it, as the C driver disables the controller on an admin timeout. A dead controller
-    /// takes no admin command (`ENODEV`): its admin queue is disabled.
+    /// queue being created): the controller is then reset, or killed, either of which disables it
+    /// before the caller can free any of it, as the C driver does on an admin timeout. A dead
+    /// controller takes no admin command (`ENODEV`): its admin queue is disabled.
     pub(crate) fn admin_command<R>(
         &self,
         f: impl FnOnce(&mut AdminQueue<'a>, &Bar0<'a>) -> Result<R>,
@@ -271,9 +272,15 @@ impl<'a> Controller<'a> {
         if self.is_dead() {
             return Err(ENODEV);
         }
+        let resets = self.resets();
         let result = f(&mut self.admin.lock(), &self.bar);
         if matches!(result, Err(e) if e == ETIMEDOUT) {
-            self.kill();
+            // As C, reset the controller, which disables it first; before it has I/O queues (in
+            // probe), while it is being reset or let go of, or if the reset fails, disable it
+            // for good.
+            if self.is_resetting() || self.reset_unless_since(resets).is_err() {
+                self.kill();
+            }
         }
         result
     }
@@ -378,9 +385,10 @@ impl<'a> Controller<'a> {
         let _ = self.disable();
     }
 
-    /// Resets the controller: requests in flight are sent again. `EBUSY` while it sleeps.
-    pub(crate) fn reset(&self) -> Result {
-        (self.reset)(self)
+    /// Resets the controller, unless a reset began since [`Controller::resets`] was `seen`:
+    /// requests in flight are sent again. `EBUSY` while it sleeps.
+    pub(crate) fn reset_unless_since(&self, seen: u32) -> Result {
+        (self.reset)(self, Some(seen))
     }
 
     /// From now on timeouts do not reset the controller, and a reset in progress has finished:

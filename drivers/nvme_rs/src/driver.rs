@@ -294,8 +294,10 @@ unsafe fn set_dma_limits(pdev: &pci::Device<Bound>) -> Result {
 
 impl Drop for Nvme<'_> {
     fn drop(&mut self) {
-        // No ioctl runs or starts from here on, nor a reset.
-        self.chardev = None;
+        // No ioctl runs or starts from here on, nor a reset through the device.
+        if let Some(device) = &self.chardev {
+            device.close();
+        }
         let ctrl = self.ctrl.clone();
         ctrl.set_removing();
         if !ctrl.is_present() {
@@ -341,10 +343,13 @@ impl Drop for Nvme<'_> {
         } else {
             let _ = ctrl.disable();
         }
-        // The controller does no DMA any more: the memory can go, once the interrupt handlers that
-        // saw it alive have finished (they read the tag set).
+        // The controller does no DMA any more: the memory can go (the passthrough buffer with the
+        // device), once the interrupt handlers that saw it alive have finished (they read the tag
+        // set).
+        self.chardev = None;
         ctrl.stop();
         ctrl.forget_irqs();
+        ctrl.set_tag_set(core::ptr::null_mut());
         self.tag_set = None;
         self.io_queues.clear();
         self.namespaces.clear();

@@ -381,7 +381,12 @@ impl<'a> IoQueue<'a> {
     /// [`Self::resume_interrupts`]), completes what the controller posted before it stopped, and
     /// ends or requeues what is still in flight ([`requeue_all`], which the caller runs after this
     /// on every queue).
-    pub(crate) fn stop_for_reset(&self) {
+    ///
+    /// # Safety
+    ///
+    /// Called once per [`Self::resume_interrupts`], before it, by a reset that holds the cancel
+    /// lock with the controller disabled.
+    pub(crate) unsafe fn stop_for_reset(&self) {
         let _poller = self.poll_lock.lock();
         // SAFETY: A requested IRQ (`IoQueue::new` returns only a queue with its IRQ requested);
         // enabled again by `resume_interrupts`.
@@ -392,8 +397,13 @@ impl<'a> IoQueue<'a> {
     }
 
     /// For a reset, once every request was requeued or ended: empties both queues and creates
-    /// them again on the controller, which forgot them. The interrupt is still disabled.
-    pub(crate) fn recreate(&self) -> Result {
+    /// them again on the controller, which forgot them.
+    ///
+    /// # Safety
+    ///
+    /// Between [`Self::stop_for_reset`] and [`Self::resume_interrupts`]: the interrupt is
+    /// disabled, dispatch stopped.
+    pub(crate) unsafe fn recreate(&self) -> Result {
         let cq = {
             let _poller = self.poll_lock.lock();
             // SAFETY: The IRQ is disabled (`stop_for_reset`) and the poll lock held: the
@@ -411,8 +421,12 @@ impl<'a> IoQueue<'a> {
     }
 
     /// Enables the interrupt that [`Self::stop_for_reset`] disabled.
-    pub(crate) fn resume_interrupts(&self) {
-        // SAFETY: Disabled by `stop_for_reset`.
+    ///
+    /// # Safety
+    ///
+    /// Once per [`Self::stop_for_reset`], after it.
+    pub(crate) unsafe fn resume_interrupts(&self) {
+        // SAFETY: Disabled by `stop_for_reset` (safety requirement).
         unsafe { bindings::enable_irq(self.irq) };
     }
 
@@ -1232,6 +1246,11 @@ fn handle_timeout(queue: &IoQueue<'_>, rq: &Request<Pdu<'_>>) -> TimeoutAction {
         if !rq.is_in_flight() {
             return TimeoutAction::Done;
         }
+        if reset_since() {
+            // A reset (under this lock) took it and sent it again: in flight, but another
+            // submission, which the controller holds.
+            return TimeoutAction::ResetTimer;
+        }
         dev_warn!(
             ctrl.pdev,
             "I/O {} QID {} timed out after completion\n",
@@ -1253,9 +1272,10 @@ fn handle_timeout(queue: &IoQueue<'_>, rq: &Request<Pdu<'_>>) -> TimeoutAction {
             queue.qid
         );
         let cid = pdu.command_id(rq);
-        // Not to a controller being reset, which no longer has the command.
+        // Not to a controller that a reset took the command from (the reset marks itself under
+        // the admin lock).
         let aborting = ctrl.admin_command(|admin, bar| {
-            if ctrl.is_resetting() {
+            if reset_since() {
                 return Err(EBUSY);
             }
             admin.abort(bar, queue.qid, cid)
@@ -1289,7 +1309,7 @@ fn handle_timeout(queue: &IoQueue<'_>, rq: &Request<Pdu<'_>>) -> TimeoutAction {
         rq.tag(),
         queue.qid
     );
-    match ctrl.reset() {
+    match ctrl.reset_unless_since(resets) {
         // Asleep: the wake sends the command again.
         Err(e) if e == EBUSY => TimeoutAction::ResetTimer,
         // Nothing to reset: the controller died, or the driver began letting go of it since the
@@ -1305,12 +1325,13 @@ fn handle_timeout(queue: &IoQueue<'_>, rq: &Request<Pdu<'_>>) -> TimeoutAction {
 
 /// Hands every request of `set` still in flight to the completion path, which sends it again
 /// ([`MAX_RETRIES`] times at most, then ends it with an error): a reset took the commands from the
-/// controller. Returns how many. The controller is disabled, the queues' interrupts are disabled and what they had
-/// posted completed ([`IoQueue::stop_for_reset`]), and the caller holds the cancel lock.
+/// controller. Returns how many.
 ///
 /// # Safety
 ///
-/// `set` is the live tag set of this driver's I/O queues.
+/// `set` is the live tag set of this driver's I/O queues; the controller is disabled, and every
+/// queue's interrupt disabled with what it posted completed ([`IoQueue::stop_for_reset`]); the
+/// caller holds the cancel lock. So nothing else ends these requests meanwhile.
 pub(crate) unsafe fn requeue_all(set: *mut bindings::blk_mq_tag_set) -> usize {
     let mut count = 0;
     let requeue = |rq: &Request<Pdu<'_>>| {

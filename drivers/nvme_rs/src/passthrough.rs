@@ -5,10 +5,11 @@
 //! the data in a bounce buffer of the driver's.
 //!
 //! The bounce buffer is one per controller, as large as the largest transfer the controller takes,
-//! and its PRPs describe all of it whatever the command's own length: a command that moves more
-//! than its `data_len` (an Identify with a short buffer, a Get Log Page whose NUMD is larger) still
-//! reaches only that buffer, and the caller gets its `data_len` bytes. The buffer is zeroed before
-//! every command, so that no command sees another's data.
+//! and the PRP list behind PRP2 lists all of it whatever the command's own length: a command that
+//! moves more than its `data_len` (an Identify with a short buffer, a Get Log Page whose NUMD is
+//! larger) still reaches only that buffer (see [`Bounce::prps`] for the one exception), and the
+//! caller gets its `data_len` bytes. The buffer is zeroed before every command, so that no command
+//! sees another's data.
 
 use core::{mem::offset_of, ptr::NonNull};
 
@@ -186,14 +187,11 @@ fn allowed(command: &UserCommand) -> bool {
     admin()
 }
 
-/// The bounce buffer of a controller's passthrough commands, and its PRPs.
+/// The bounce buffer of a controller's passthrough commands, and a PRP list of its pages.
 pub(crate) struct Bounce<'a> {
     data: Coherent<'a, u8>,
-    /// PRP Entry 2: the second page, or the PRP list of all pages after the first; 0 for a
-    /// one-page buffer.
-    prp2: u64,
-    /// The PRP list, if the buffer has more than two pages.
-    _list: Option<Coherent<'a, u64>>,
+    /// The PRP list: the buffer's pages after the first; `None` for a one-page buffer.
+    list: Option<Coherent<'a, u64>>,
 }
 
 /// Zeroes for the bounce buffer, a page at a time.
@@ -207,22 +205,34 @@ impl<'a> Bounce<'a> {
             return Err(EINVAL);
         }
         let data = Coherent::<u8>::alloc(dev, pages * PAGE_SIZE, Gfp::KERNEL)?;
-        let (prp2, list) = match pages {
-            1 => (0, None),
-            2 => (data.dma_handle_at(PAGE_SIZE)?, None),
-            _ => {
-                let mut list = Coherent::<u64>::alloc(dev, pages - 1, Gfp::KERNEL)?;
-                for page in 1..pages {
-                    list.write(page - 1, data.dma_handle_at(page * PAGE_SIZE)?)?;
-                }
-                (list.dma_handle(), Some(list))
-            }
+        let list = match pages {
+            1 => None,
+            _ => Some(Coherent::<u64>::alloc(dev, pages - 1, Gfp::KERNEL)?),
         };
-        Ok(Self {
-            data,
-            prp2,
-            _list: list,
-        })
+        Ok(Self { data, list })
+    }
+
+    /// PRP Entry 1 and 2 for a command that moves `len` bytes, as the controller reads them from
+    /// that length: PRP2 is the second page's address when the data ends there, the list's
+    /// otherwise. The list is written again each time (a controller may have written it, taking a
+    /// longer command's list for data). A command that moves more than it says reaches the buffer,
+    /// or the list, for all that fit (the list is the driver's, and rewritten), but for one that
+    /// says it moves up to two pages and moves more: the second page, the caller's data, is then
+    /// taken for a list (only `CAP_SYS_ADMIN` may send such a command: others, only Identify).
+    fn prps(&mut self, len: usize) -> Result<(u64, u64)> {
+        let prp1 = self.data.dma_handle();
+        let Some(list) = &mut self.list else {
+            return Ok((prp1, 0));
+        };
+        for page in 1..=list.count() {
+            list.write(page - 1, self.data.dma_handle_at(page * PAGE_SIZE)?)?;
+        }
+        let prp2 = if len > PAGE_SIZE && len <= 2 * PAGE_SIZE {
+            self.data.dma_handle_at(PAGE_SIZE)?
+        } else {
+            list.dma_handle()
+        };
+        Ok((prp1, prp2))
     }
 
     /// Zeroes the buffer, copies `len` bytes from `user` into it (data for the controller) or
@@ -379,8 +389,9 @@ impl<'a> Passthrough<'a> {
             empty => empty.insert(Bounce::new(self.ctrl.pdev.as_ref(), self.max_transfer)?),
         };
         bounce.prepare(data, len, to_device)?;
+        let (prp1, prp2) = bounce.prps(len)?;
         let mut command = Command::from(request.command);
-        command.set_prps(bounce.data.dma_handle(), bounce.prp2);
+        command.set_prps(prp1, prp2);
         let (status, result) = match target {
             Target::Admin => {
                 // A timeout disables the controller (`admin_command`) before the buffer can be

@@ -23,11 +23,17 @@ pub(crate) enum Stop {
     Shutdown,
 }
 
-/// Resets the controller: requests in flight are sent again afterwards. `EBUSY` while it sleeps,
-/// `ENODEV` without I/O queues or once dead. Sleeps for as long as the controller takes to stop
+/// Resets the controller: requests in flight are sent again afterwards. With `Some(count)`, only
+/// if no reset began since the reset count was `count` (a timeout handler's, which does not want
+/// a second reset for what the first cured). `EBUSY` while it sleeps, `ENODEV` without I/O queues
+/// or once dead, or being let go of. Sleeps for as long as the controller takes to stop
 /// and start (`CAP.TO`) and the admin commands take.
-pub(crate) fn reset(ctrl: &Controller<'_>) -> Result {
+pub(crate) fn reset(ctrl: &Controller<'_>, unless_since: Option<u32>) -> Result {
     let _one = ctrl.reset_lock.lock();
+    if unless_since.is_some_and(|seen| seen != ctrl.resets()) {
+        // Another reset (whose end this waited for) did it: what the caller saw is gone.
+        return Ok(());
+    }
     if ctrl.is_resetting() {
         return Err(EBUSY);
     }
@@ -88,7 +94,10 @@ fn stop_locked(ctrl: &Controller<'_>, how: Stop) -> Result {
         Stop::Shutdown => ctrl.shutdown(),
     }
     for queue in queues {
-        queue.stop_for_reset();
+        // SAFETY: Once per queue, with the cancel lock held and the controller disabled;
+        // `start_locked` resumes them (a stop is always followed by a start: `reset`, or the wake
+        // from sleep).
+        unsafe { queue.stop_for_reset() };
     }
     // SAFETY: The tag set is live; the controller and the interrupts are disabled, what was
     // posted is completed, and the cancel lock is held.
@@ -112,7 +121,8 @@ fn start_locked(ctrl: &Controller<'_>) -> Result {
         ctrl.kill();
     }
     for queue in queues {
-        queue.resume_interrupts();
+        // SAFETY: Stopped by `stop_locked` (`resetting`, checked above, says it ran).
+        unsafe { queue.resume_interrupts() };
     }
     ctrl.set_resetting(false);
     // SAFETY: Quiesced by `stop`. The requests given back are dispatched from here on.
@@ -122,6 +132,10 @@ fn start_locked(ctrl: &Controller<'_>) -> Result {
 
 /// Enables the controller and creates its I/O queues again.
 fn start_queues(ctrl: &Controller<'_>, queues: &[Pin<KBox<IoQueue<'_>>>]) -> Result {
+    if ctrl.is_dead() {
+        // Killed meanwhile (an admin command that timed out): it stays disabled.
+        return Err(ENODEV);
+    }
     // SAFETY: Dispatch is stopped and the interrupts disabled (`stop`): no doorbell rings.
     let shadow_doorbells = unsafe { ctrl.forget_shadow_doorbells() }?;
     ctrl.restart()?;
@@ -137,7 +151,8 @@ fn start_queues(ctrl: &Controller<'_>, queues: &[Pin<KBox<IoQueue<'_>>>]) -> Res
         return Err(EIO);
     }
     for queue in queues {
-        queue.recreate()?;
+        // SAFETY: Between `stop_for_reset` and `resume_interrupts`.
+        unsafe { queue.recreate() }?;
     }
     if shadow_doorbells {
         ctrl.offer_shadow_doorbells();

@@ -177,15 +177,18 @@ RS1=/dev/rsnvme1
 C1=$(c_controller "$(for d in /sys/bus/pci/devices/*; do [ -d "$d/nvme" ] && echo "${d##*/}"; done | sed -n 2p)")
 diag "io_devices=$RS1,$C1"
 dd if=/dev/urandom of=/tmp/pattern bs=4096 count=1 2>/dev/null
-# io_passthru DEV: writes the pattern at LBA 8 and reads it back through the device
+# io_passthru DEV DISK: writes the pattern at LBA 8 and reads it back through the device, and
+# reads the first 8 KiB (two pages: PRP2 is then the second page) as the disk holds them
 io_passthru() {
     nvme io-passthru "$1" -o 1 -n 1 -l 4096 -w --cdw10=8 --cdw12=7 -i /tmp/pattern || return 1
     nvme io-passthru "$1" -o 2 -n 1 -l 4096 -r --cdw10=8 --cdw12=7 -b >/tmp/back || return 1
-    cmp /tmp/pattern /tmp/back
+    cmp /tmp/pattern /tmp/back || return 1
+    nvme io-passthru "$1" -o 2 -n 1 -l 8192 -r --cdw10=0 --cdw12=15 -b >/tmp/back8k || return 1
+    dd if="$2" bs=8192 count=1 iflag=direct 2>/dev/null | cmp /tmp/back8k -
 }
-check io-passthru io_passthru $RS1
+check io-passthru io_passthru $RS1 /dev/rsnvme1n1
 check io-passthru-on-disk sh -c 'dd if=/dev/rsnvme1n1 bs=4096 skip=1 count=1 2>/dev/null | cmp /tmp/pattern -'
-check c-io-passthru io_passthru "$C1"
+check c-io-passthru io_passthru "$C1" "${C1}n1"
 for dev in $RS1 "$C1"; do
     out=$(nvme io-passthru "$dev" -o 2 -n 2 -l 4096 -r --cdw10=8 --cdw12=7 2>&1 | tail -n 1)
     diag "io_wrong_nsid_${dev##*/}=$out"
