@@ -810,6 +810,29 @@ impl Disk {
         Ok(Self { raw, added: false })
     }
 
+    /// Starts freezing the disk's queue: no new request enters it until [`Disk::unfreeze`]. For
+    /// system sleep, whose callbacks freeze and unfreeze in different contexts (C's
+    /// `nvme_start_freeze`).
+    pub(crate) fn start_freeze(&self) {
+        // SAFETY: A live disk's queue.
+        unsafe { bindings::blk_freeze_queue_start_non_owner((*self.raw.as_ptr()).queue) };
+    }
+
+    /// Waits at most `timeout` jiffies for the requests in the queue to end, after
+    /// [`Disk::start_freeze`]; returns whether they did.
+    pub(crate) fn wait_frozen(&self, timeout: kernel::ffi::c_ulong) -> bool {
+        // SAFETY: A live disk's queue, being frozen.
+        unsafe {
+            bindings::blk_mq_freeze_queue_wait_timeout((*self.raw.as_ptr()).queue, timeout) > 0
+        }
+    }
+
+    /// Lets requests into the queue again, after [`Disk::start_freeze`].
+    pub(crate) fn unfreeze(&self) {
+        // SAFETY: A live disk's queue, frozen by `start_freeze`.
+        unsafe { bindings::blk_mq_unfreeze_queue_non_owner((*self.raw.as_ptr()).queue) };
+    }
+
     /// Makes the disk visible (`/dev/<name>`), with `parent` as its device.
     pub(crate) fn add(&mut self, parent: &kernel::device::Device) -> Result {
         let parent: *mut bindings::device = core::ptr::from_ref(parent).cast_mut().cast();

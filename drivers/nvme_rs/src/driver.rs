@@ -33,6 +33,7 @@ use kernel::{
     pci,
     prelude::*,
     sync::Arc,
+    time::msecs_to_jiffies,
 };
 
 use blk::{Disk, TagSet};
@@ -166,10 +167,13 @@ impl pci::Driver for NvmeDriver {
     }
 }
 
-/// System sleep and power off, as the C driver's simple suspend: a normal shutdown before, a reset
-/// after; requests in flight are sent again once the controller is back.
+/// System sleep and power off, as the C driver's simple suspend: the disks' queues frozen (what
+/// is in flight ends first, so that no request holds a tag while the CPUs go offline), a normal
+/// shutdown, and after it a reset and the queues thawed; a request still in flight at the
+/// shutdown is sent again once the controller is back.
 impl compat::pm::PowerManaged for NvmeDriver {
     fn suspend(nvme: &Nvme<'_>) -> Result {
+        nvme.freeze();
         match reset::stop(&nvme.ctrl, Stop::Shutdown) {
             // A dead controller has nothing to stop, and must not keep the system awake.
             Err(e) if e == ENODEV => Ok(()),
@@ -178,10 +182,15 @@ impl compat::pm::PowerManaged for NvmeDriver {
     }
 
     fn resume(nvme: &Nvme<'_>) -> Result {
-        reset::start(&nvme.ctrl).inspect(|()| dev_info!(nvme.ctrl.pdev, "resumed\n"))
+        let result = reset::start(&nvme.ctrl);
+        for disk in nvme.disks.iter() {
+            disk.unfreeze();
+        }
+        result.inspect(|()| dev_info!(nvme.ctrl.pdev, "resumed\n"))
     }
 
     fn shutdown(nvme: &Nvme<'_>) {
+        nvme.freeze();
         if reset::stop(&nvme.ctrl, Stop::Shutdown).is_ok() {
             dev_info!(nvme.ctrl.pdev, "shut down\n");
         }
@@ -189,6 +198,21 @@ impl compat::pm::PowerManaged for NvmeDriver {
 }
 
 impl<'bound> Nvme<'bound> {
+    /// Freezes the disks' queues (new requests wait) and waits, an I/O timeout at most, for the
+    /// requests in them to end.
+    fn freeze(&self) {
+        for disk in self.disks.iter() {
+            disk.start_freeze();
+        }
+        let timeout =
+            msecs_to_jiffies(compat::param(&module_parameters::io_timeout).saturating_mul(1000));
+        for disk in self.disks.iter() {
+            if !disk.wait_frozen(timeout) {
+                dev_warn!(self.ctrl.pdev, "I/O still in flight at suspend\n");
+            }
+        }
+    }
+
     /// Brings a controller up, step by step as C's `nvme_probe` does. A step that fails leaves
     /// what the earlier ones made to `Drop`.
     fn probe(pdev: &'bound pci::Device<Bound>) -> Result<Self> {
