@@ -190,7 +190,8 @@ impl<'a> Controller<'a> {
         &self,
         buf: &Coherent<'_, u8>,
     ) -> Result<(IdentifyController, IdentifyNvmController)> {
-        // A timed-out Identify kills the controller (`admin_command`) before `buf` can go.
+        // A timed-out Identify resets or kills the controller (`admin_command`), which disables it,
+        // before `buf` can go.
         let id = IdentifyController::parse(
             &self.admin_command(|admin, bar| admin.identify(bar, Cns::Controller, 0, buf))?,
         )?;
@@ -272,13 +273,18 @@ impl<'a> Controller<'a> {
         if self.is_dead() {
             return Err(ENODEV);
         }
-        let resets = self.resets();
-        let result = f(&mut self.admin.lock(), &self.bar);
+        // Whether the command is a reset's own, and which reset it follows: read under the admin
+        // lock, under which a reset marks itself (`reset::stop`), so that a reset waiting for the
+        // lock is not taken for the command's own.
+        let mut admin = self.admin.lock();
+        let (resets, in_reset) = (self.resets(), self.is_resetting());
+        let result = f(&mut admin, &self.bar);
+        drop(admin);
         if matches!(result, Err(e) if e == ETIMEDOUT) {
-            // As C, reset the controller, which disables it first; before it has I/O queues (in
-            // probe), while it is being reset or let go of, or if the reset fails, disable it
-            // for good.
-            if self.is_resetting() || self.reset_unless_since(resets).is_err() {
+            // As C, reset the controller, which disables it first (one that began since the
+            // command was sent did); before it has I/O queues (in probe), during a reset or while
+            // it is let go of, or if the reset fails, disable it for good.
+            if in_reset || self.reset_unless_since(resets).is_err() {
                 self.kill();
             }
         }

@@ -177,15 +177,18 @@ impl compat::pm::PowerManaged for NvmeDriver {
         match reset::stop(&nvme.ctrl, Stop::Shutdown) {
             // A dead controller has nothing to stop, and must not keep the system awake.
             Err(e) if e == ENODEV => Ok(()),
-            result => result,
+            Err(e) => {
+                // No resume follows a failed suspend.
+                nvme.thaw();
+                Err(e)
+            }
+            Ok(()) => Ok(()),
         }
     }
 
     fn resume(nvme: &Nvme<'_>) -> Result {
         let result = reset::start(&nvme.ctrl);
-        for disk in nvme.disks.iter() {
-            disk.unfreeze();
-        }
+        nvme.thaw();
         result.inspect(|()| dev_info!(nvme.ctrl.pdev, "resumed\n"))
     }
 
@@ -204,12 +207,23 @@ impl<'bound> Nvme<'bound> {
         for disk in self.disks.iter() {
             disk.start_freeze();
         }
-        let timeout =
-            msecs_to_jiffies(compat::param(&module_parameters::io_timeout).saturating_mul(1000));
+        // `io_timeout`, 0 being blk-mq's default (30 s).
+        let seconds = match compat::param(&module_parameters::io_timeout) {
+            0 => 30,
+            seconds => seconds,
+        };
+        let timeout = msecs_to_jiffies(seconds.saturating_mul(1000));
         for disk in self.disks.iter() {
             if !disk.wait_frozen(timeout) {
                 dev_warn!(self.ctrl.pdev, "I/O still in flight at suspend\n");
             }
+        }
+    }
+
+    /// Lets requests into the disks' queues again, after [`Nvme::freeze`].
+    fn thaw(&self) {
+        for disk in self.disks.iter() {
+            disk.unfreeze();
         }
     }
 
@@ -221,8 +235,8 @@ impl<'bound> Nvme<'bound> {
         let mut nvme = Nvme::enable(pdev)?;
         let ctrl = nvme.ctrl.clone();
         let depth = io::queue_depth(&ctrl)?;
-        // For every Identify; a timed-out one kills the controller (`admin_command`) before `buf`
-        // goes.
+        // For every Identify; a timed-out one resets or kills the controller (`admin_command`),
+        // which disables it, before `buf` goes.
         let buf = Coherent::<u8>::alloc(pdev.as_ref(), admin::IDENTIFY_SIZE, Gfp::KERNEL)?;
         let (id, nvm_id) = ctrl.identify(&buf)?;
         let limits = ControllerLimits::new(&ctrl, &id, &nvm_id);
@@ -258,7 +272,7 @@ impl<'bound> Nvme<'bound> {
             Controls {
                 ctrl: ctrl.clone(),
                 // SAFETY: The disks, in the vector's buffer, stay there until `Drop`, which drops
-                // the controller device first.
+                // the controller device before them.
                 passthrough: unsafe { Passthrough::new(ctrl.clone(), limits.max_transfer, &disks) },
             }
         };

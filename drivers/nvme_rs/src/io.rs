@@ -94,9 +94,9 @@ pub(crate) fn create_queues<'a>(
 }
 
 /// Creates I/O queue pair `qid` of `depth` entries on the controller, the CQ at `cq` first, its
-/// completions interrupting on `vector`, then the SQ at `sq`. A timed-out creation kills the
-/// controller (`admin_command`) before the queues' memory can go; a failed SQ creation deletes the
-/// CQ again, or kills the controller if that fails.
+/// completions interrupting on `vector`, then the SQ at `sq`. A timed-out creation resets or kills
+/// the controller (`admin_command`), which disables it, before the queues' memory can go; a failed
+/// SQ creation deletes the CQ again, or kills the controller if that fails.
 fn create_pair(
     ctrl: &Controller<'_>,
     qid: u16,

@@ -62,7 +62,8 @@ struct AtomicWrite {
 impl IdentifyNamespace {
     /// Identifies namespace `nsid` through `buf`.
     fn identify(ctrl: &Controller<'_>, buf: &Coherent<'_, u8>, nsid: u32) -> Result<Self> {
-        // A timed-out Identify kills the controller (`admin_command`) before `buf` can go.
+        // A timed-out Identify resets or kills the controller (`admin_command`), which disables it,
+        // before `buf` can go.
         let data =
             ctrl.admin_command(|admin, bar| admin.identify(bar, Cns::Namespace, nsid, buf))?;
         Self::parse(&data)

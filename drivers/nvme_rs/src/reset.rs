@@ -157,5 +157,9 @@ fn start_queues(ctrl: &Controller<'_>, queues: &[Pin<KBox<IoQueue<'_>>>]) -> Res
     if shadow_doorbells {
         ctrl.offer_shadow_doorbells();
     }
+    // An offer that timed out killed it.
+    if ctrl.is_dead() {
+        return Err(ENODEV);
+    }
     Ok(())
 }
