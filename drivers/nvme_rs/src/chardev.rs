@@ -24,7 +24,6 @@ use kernel::{
     ffi::{c_int, c_void},
 };
 
-use crate::controller::Controller;
 use crate::passthrough::{capable_sys_admin, Passthrough, PassthruCmd, PassthruCmd64};
 use crate::reset;
 
@@ -61,28 +60,23 @@ const fn names() -> [[u8; 9]; 64] {
     names
 }
 
-/// What the device's files and sysfs attribute reach while the controller is bound.
-pub(crate) struct Controls<'a> {
-    pub(crate) ctrl: Arc<Controller<'a>>,
-    pub(crate) passthrough: Passthrough<'a>,
-}
-
-/// What a file reaches: the controller's [`Controls`] while the device is bound.
+/// What a file reaches: the controller's [`Passthrough`] (and through it the controller) while the
+/// device is bound.
 #[pin_data]
 pub(crate) struct Gate {
     #[pin]
     target: Mutex<Option<Published>>,
 }
 
-/// A pointer to the [`Controls`] of a bound controller, its lifetime erased.
+/// A pointer to the [`Passthrough`] of a bound controller, its lifetime erased.
 ///
 /// # Invariants
 ///
-/// It points to the `controls` of a live, pinned [`ControllerDevice`], which takes it out of its
+/// It points to the `passthrough` of a live, pinned [`ControllerDevice`], which takes it out of its
 /// gate (under the gate's lock) before it goes.
-struct Published(NonNull<Controls<'static>>);
+struct Published(NonNull<Passthrough<'static>>);
 
-// SAFETY: The pointer is only followed under the gate's lock, from any thread; the controls are
+// SAFETY: The pointer is only followed under the gate's lock, from any thread; the passthrough is
 // used by one thread at a time that way.
 unsafe impl Send for Published {}
 
@@ -95,27 +89,27 @@ pub(crate) struct ControllerDevice<'a> {
     registration: MiscDeviceRegistration<ControllerFile>,
     gate: Arc<Gate>,
     /// Reached through the gate by one thread at a time (a cell: `&self` does not cover it).
-    controls: UnsafeCell<Controls<'a>>,
+    passthrough: UnsafeCell<Passthrough<'a>>,
 }
 
 impl<'a> ControllerDevice<'a> {
-    /// Registers `/dev/rsnvme<instance>`, with its `reset_controller`, for the `controls` of a
+    /// Registers `/dev/rsnvme<instance>`, with its `reset_controller`, for `passthrough`'s
     /// controller.
-    pub(crate) fn new(controls: Controls<'a>, instance: u32) -> Result<Pin<KBox<Self>>> {
+    pub(crate) fn new(passthrough: Passthrough<'a>, instance: u32) -> Result<Pin<KBox<Self>>> {
         let bytes = NAMES.get(instance as usize).ok_or(EINVAL)?;
         let name = CStr::from_bytes_until_nul(bytes).map_err(|_| EINVAL)?;
         KBox::try_pin_init(
             try_pin_init!(&this in Self {
-                controls: UnsafeCell::new(controls),
+                passthrough: UnsafeCell::new(passthrough),
                 gate: Arc::pin_init(
                     try_pin_init!(Gate {
                         // INVARIANT: the field is initialised (the fields are in order) and pinned
                         // with `self`, whose drop closes the gate first.
                         target <- new_mutex!(Some(Published(
                             // SAFETY: `this` is the struct being initialised; no reference to it
-                            // is made. The cell is transparent: its address is the controls'.
+                            // is made. The cell is transparent: its address is the passthrough's.
                             unsafe { NonNull::new_unchecked(
-                                (&raw mut (*this.as_ptr()).controls).cast()
+                                (&raw mut (*this.as_ptr()).passthrough).cast()
                             ) }
                         ))),
                     }),
@@ -190,16 +184,16 @@ impl MiscDevice for ControllerFile {
     }
 
     fn ioctl(gate: ArcBorrow<'_, Gate>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
-        gate.with_controls(|controls| match cmd {
-            NVME_IOCTL_ADMIN_CMD => controls.passthrough.admin::<PassthruCmd>(arg),
-            NVME_IOCTL_ADMIN64_CMD => controls.passthrough.admin::<PassthruCmd64>(arg),
-            NVME_IOCTL_IO_CMD => controls.passthrough.io::<PassthruCmd>(arg),
+        gate.with_passthrough(|passthrough| match cmd {
+            NVME_IOCTL_ADMIN_CMD => passthrough.admin::<PassthruCmd>(arg),
+            NVME_IOCTL_ADMIN64_CMD => passthrough.admin::<PassthruCmd64>(arg),
+            NVME_IOCTL_IO_CMD => passthrough.io::<PassthruCmd>(arg),
             // C has no 64-bit I/O command on the controller's device.
             NVME_IOCTL_RESET => {
                 if !capable_sys_admin() {
                     return Err(EACCES);
                 }
-                reset::reset(&controls.ctrl, None).map(|()| 0)
+                reset::reset(passthrough.controller(), None).map(|()| 0)
             }
             _ => Err(ENOTTY),
         })
@@ -207,15 +201,15 @@ impl MiscDevice for ControllerFile {
 }
 
 impl Gate {
-    /// Runs `f` on the controls while the controller is bound; `ENODEV` after.
-    fn with_controls<R>(&self, f: impl FnOnce(&mut Controls<'_>) -> Result<R>) -> Result<R> {
+    /// Runs `f` on the passthrough while the controller is bound; `ENODEV` after.
+    fn with_passthrough<R>(&self, f: impl FnOnce(&mut Passthrough<'_>) -> Result<R>) -> Result<R> {
         let target = self.target.lock();
         let Some(published) = &*target else {
             return Err(ENODEV);
         };
-        // SAFETY: Published, so it points to live `Controls` (type invariant), in a cell, which
-        // this thread alone uses while it holds the gate's lock.
-        f(unsafe { &mut *published.0.as_ptr().cast::<Controls<'_>>() })
+        // SAFETY: Published, so it points to a live `Passthrough` (type invariant), in a cell,
+        // which this thread alone uses while it holds the gate's lock.
+        f(unsafe { &mut *published.0.as_ptr().cast::<Passthrough<'_>>() })
     }
 }
 
@@ -250,7 +244,7 @@ unsafe extern "C" fn nvme_rs_reset_controller(dev: *mut bindings::device) -> c_i
         let device = kernel::container_of!(registration, ControllerDevice<'static>, registration);
         &(*device).gate
     };
-    match gate.with_controls(|controls| reset::reset(&controls.ctrl, None)) {
+    match gate.with_passthrough(|passthrough| reset::reset(passthrough.controller(), None)) {
         Ok(()) => 0,
         Err(e) => e.to_errno(),
     }

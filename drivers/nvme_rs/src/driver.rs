@@ -37,7 +37,7 @@ use kernel::{
 };
 
 use blk::{Disk, TagSet};
-use chardev::{ControllerDevice, Controls};
+use chardev::ControllerDevice;
 use controller::Controller;
 use dma_local::{Coherent, Gfp, Mask};
 use io::{IoQueue, SentCounts};
@@ -264,19 +264,16 @@ impl<'bound> Nvme<'bound> {
             )
         }?;
         namespace::add_disks(&ctrl, &mut nvme.disks)?;
-        let controls = {
-            let mut disks = KVec::with_capacity(nvme.disks.len(), GFP_KERNEL)?;
-            for (namespace, disk) in nvme.namespaces.iter().zip(nvme.disks.iter()) {
-                disks.push((namespace.nsid, disk), GFP_KERNEL)?;
-            }
-            Controls {
-                ctrl: ctrl.clone(),
-                // SAFETY: The disks, in the vector's buffer, stay there until `Drop`, which drops
-                // the controller device before them.
-                passthrough: unsafe { Passthrough::new(ctrl.clone(), limits.max_transfer, &disks) },
-            }
+        // SAFETY: The disks stay until `Drop`, which drops the controller device before them.
+        let passthrough = unsafe {
+            Passthrough::new(
+                ctrl.clone(),
+                limits.max_transfer,
+                &nvme.namespaces,
+                &nvme.disks,
+            )
         };
-        nvme.chardev = Some(ControllerDevice::new(controls, nvme.instance.0)?);
+        nvme.chardev = Some(ControllerDevice::new(passthrough, nvme.instance.0)?);
         nvme.announce(&limits);
         Ok(nvme)
     }

@@ -27,6 +27,7 @@ use crate::command::{Command, UserCommand};
 use crate::controller::Controller;
 use crate::dma_local::{Coherent, Gfp};
 use crate::io::{self, UserCompletion};
+use crate::namespace::Namespace;
 use crate::regs::PAGE_SIZE;
 
 /// `struct nvme_passthru_cmd` (`linux/nvme_ioctl.h`), also `struct nvme_admin_cmd`.
@@ -298,8 +299,8 @@ enum Target {
 }
 
 impl<'a> Passthrough<'a> {
-    /// Passthrough to `ctrl`, whose transfers are at most `max_transfer` bytes, with `disks` for
-    /// its namespaces, each with its NSID.
+    /// Passthrough to `ctrl`, whose transfers are at most `max_transfer` bytes, with a disk of
+    /// `disks` for each namespace of `namespaces`, in the same order.
     ///
     /// # Safety
     ///
@@ -307,18 +308,24 @@ impl<'a> Passthrough<'a> {
     pub(crate) unsafe fn new(
         ctrl: kernel::sync::Arc<Controller<'a>>,
         max_transfer: usize,
-        disks: &[(u32, &Disk)],
+        namespaces: &[KBox<Namespace>],
+        disks: &[Disk],
     ) -> Self {
         Self {
             ctrl,
             max_transfer,
             namespaces: disks.len(),
-            single_namespace: match disks {
-                [(nsid, disk)] => Some((*nsid, NonNull::from(*disk))),
+            single_namespace: match (namespaces, disks) {
+                ([namespace], [disk]) => Some((namespace.nsid, NonNull::from(disk))),
                 _ => None,
             },
             bounce: None,
         }
+    }
+
+    /// The controller.
+    pub(crate) fn controller(&self) -> &Controller<'a> {
+        &self.ctrl
     }
 
     /// Sends the admin command of the `C` at user address `arg` (C's `nvme_user_cmd`): returns 0,
