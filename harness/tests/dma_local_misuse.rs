@@ -9,6 +9,7 @@ use harness::build_module_with;
 const CASES: &[(&str, &str)] = &[
     ("write_through_shared_reference", "error[E0308]"),
     ("impostor_element_ptr", "error[E0308]"),
+    ("impostor_module", "error[E0080]"),
     ("packed_field", "error[E0793]"),
     ("mask_set_while_mapped", "error[E0133]"),
     ("cpu_view_without_unsafe", "error[E0133]"),

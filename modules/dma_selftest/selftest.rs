@@ -305,6 +305,12 @@ fn run_all(dev: &Device<Bound>, report: &mut Report) {
         // SAFETY: As above; out of range is refused before anything is synced.
         let outside = unsafe { mapping.sync_range_for_cpu(2995, 6) }.map(drop);
         expect_err(outside, EINVAL)?;
+        {
+            // Zero bytes, even at the end: an empty view, which syncs nothing either way.
+            // SAFETY: As above.
+            let empty = unsafe { mapping.sync_range_for_cpu(3000, 0) }?;
+            expect(empty.is_empty())?;
+        }
         // SAFETY: The device was never told of this buffer.
         let back = unsafe { mapping.unmap() };
         expect(
@@ -350,11 +356,26 @@ fn run_all(dev: &Device<Bound>, report: &mut Report) {
         mapping.sync_range_for_device(100, 1400)?;
         expect_err(mapping.sync_range_for_cpu(100, 1401), EINVAL)?;
         expect_err(mapping.sync_range_for_device(usize::MAX, 2), EOVERFLOW)?;
+        // Zero bytes sync nothing, at either end; still checked against the mapping.
+        mapping.sync_range_for_cpu(1500, 0)?;
+        mapping.sync_range_for_device(0, 0)?;
+        expect_err(mapping.sync_range_for_cpu(1501, 0), EINVAL)?;
         drop(mapping);
         // SAFETY: As above; refused before anything is mapped.
         let mmio =
             unsafe { Mapping::new(dev, buf.as_mut_ptr(), 64, Direction::ToDevice, Attrs::MMIO) };
         expect_err(mmio, EINVAL)?;
+        // SAFETY: As above; memory not made shared with the host is refused before mapping.
+        let shared = unsafe {
+            Mapping::new(
+                dev,
+                buf.as_mut_ptr(),
+                64,
+                Direction::ToDevice,
+                Attrs::CC_SHARED,
+            )
+        };
+        expect_err(shared, EINVAL)?;
         // SAFETY: as above; a zero-length mapping is refused before anything is mapped.
         let empty =
             unsafe { Mapping::new(dev, buf.as_mut_ptr(), 0, Direction::ToDevice, Attrs::NONE) };
@@ -461,6 +482,11 @@ fn run_all(dev: &Device<Bound>, report: &mut Report) {
         }
         table.write(0, &pattern)?;
         expect_err(table.write(3 * PAGE_SIZE - 1, &[0, 0]), EINVAL)?;
+        // Memory not made shared with the host is refused, and the table comes back.
+        let mut table = match table.map(dev, Direction::ToDevice, Attrs::CC_SHARED) {
+            Err((e, table)) if e == EINVAL => table,
+            _ => return Err(EBADE),
+        };
         let mut mapped = table
             .map(dev, Direction::Bidirectional, Attrs::NONE)
             .map_err(|(e, _)| e)?;

@@ -8,7 +8,8 @@
 //! the kernel crate (its `bindings`, device, page, PCI and devres types) and the one-line C
 //! wrappers in `dma_local_shim.c`; every C symbol and layout assumption it relies on is listed in
 //! `dma_local.api`. The PCI part exists only in kernels with `CONFIG_PCI`. The crate that includes
-//! it declares it at its root, as `mod dma_local;`: the field macros name it by that path.
+//! it declares it at its root, as `mod dma_local;`: the field macros name it by that path, and the
+//! file does not compile anywhere else.
 //!
 //! - [`Coherent`]: a typed coherent allocation with checked sizes and bounds and volatile access;
 //!   [`Pool`] for small coherent blocks (descriptor lists).
@@ -24,7 +25,7 @@
 //!   [`set_mask`]); the limits [`max_mapping_size`], [`opt_mapping_size`], [`max_seg_size`].
 //! - Ordering with the device: [`dma_rmb`], [`dma_wmb`], [`wmb`], [`mb`].
 //! - [`enable_bus_master`]: a PCI device is a bus master from probe, and no longer one once its
-//!   driver has unbound.
+//!   driver has unbound; [`stop_bus_master`] stops its DMA earlier, before its memory goes.
 //!
 //! Every object that can reach the DMA API borrows the device as `&'a Device<Bound>`. The kernel
 //! crate hands a driver that reference only for as long as the device is bound, so no DMA API call
@@ -61,6 +62,38 @@ use kernel::str::CStr;
 #[cfg(CONFIG_PCI)]
 use kernel::sync::aref::ARef;
 use kernel::transmute::{AsBytes, FromBytes};
+
+/// Whether `path`, a `module_path!()`, names a module `dma_local` at a crate's root.
+const fn is_crate_root_dma_local(path: &str) -> bool {
+    let path = path.as_bytes();
+    let name = b"::dma_local";
+    if path.len() <= name.len() {
+        return false;
+    }
+    let crate_len = path.len() - name.len();
+    let mut i = 0;
+    while i < path.len() {
+        let fits = if i < crate_len {
+            path[i] != b':'
+        } else {
+            path[i] == name[i - crate_len]
+        };
+        if !fits {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+// The field macros' `unsafe` blocks trust what `$crate::dma_local` names to hand them in-bounds
+// pointers. Were this file mounted elsewhere (`#[path = "dma_local.rs"] mod other;`), a module of
+// the driver's own could stand at that path and hand them any pointer, with no `unsafe` of its
+// own; this refuses to compile instead (E0080).
+const _: () = assert!(
+    is_crate_root_dma_local(module_path!()),
+    "dma_local.rs must be the module `dma_local` at the crate root: `mod dma_local;`"
+);
 
 /// A bus address as the device sees it (`dma_addr_t`).
 pub(crate) type DmaAddress = bindings::dma_addr_t;
@@ -278,6 +311,16 @@ impl Attrs {
     pub(crate) const fn contains(self, other: Attrs) -> bool {
         self.0 & other.0 == other.0
     }
+
+    /// Whether any attribute of `other` is in `self`.
+    pub(crate) const fn intersects(self, other: Attrs) -> bool {
+        self.0 & other.0 != 0
+    }
+
+    /// What [`Mapping`], [`Streaming`] and [`SgTable::map`] refuse: [`Attrs::MMIO`], as they map
+    /// memory, and [`Attrs::CC_SHARED`], which the DMA API allows only for memory made shared with
+    /// `set_memory_decrypted()` first, and nothing here does that.
+    const REFUSED_BY_MAPPINGS: Attrs = Attrs(Attrs::MMIO.0 | Attrs::CC_SHARED.0);
 }
 
 impl core::ops::BitOr for Attrs {
@@ -485,6 +528,36 @@ pub(crate) fn enable_bus_master(pdev: &pci::Device<Core<'_>>) -> Result {
     devres::register(bound.as_ref(), DisableAtUnbind(bound.into()), GFP_KERNEL)
 }
 
+/// Stops the device's DMA: clears its Bus Master Enable (`pci_clear_master`). A configuration
+/// write is not posted, so once this returns the device issues no new memory request. A driver
+/// calls it before it frees, unmaps or reuses memory it gave a device that did not stop as told
+/// (a controller whose ready bit stays set), and in its unbind before its DMA memory goes: the
+/// backstop of [`enable_bus_master`] runs only after that memory is freed.
+#[cfg(CONFIG_PCI)]
+pub(crate) fn stop_bus_master(pdev: &pci::Device<Bound>) {
+    // SAFETY: A bound device's `pci_dev` is valid; `pci_clear_master` takes the config lock.
+    unsafe { bindings::pci_clear_master(raw_pci_device(pdev)) };
+}
+
+/// Lets the device master the bus again after [`stop_bus_master`] (`pci_set_master`), once the
+/// driver has set it up afresh (a controller reset).
+#[cfg(CONFIG_PCI)]
+pub(crate) fn resume_bus_master(pdev: &pci::Device<Bound>) {
+    // SAFETY: A bound device's `pci_dev` is valid and enabled (by `enable_bus_master`, whose
+    // devres action runs only after the driver's data, which calls this, is gone).
+    unsafe { bindings::pci_set_master(raw_pci_device(pdev)) };
+}
+
+/// The C `struct pci_dev` of `pdev`: `pci::Device` is transparent over `Opaque<pci_dev>`, itself
+/// transparent over the C struct (layout assumptions `pci-device-transparent`,
+/// `opaque-transparent` in `dma_local.api`). `Opaque` lets C write to it behind `&`.
+#[cfg(CONFIG_PCI)]
+fn raw_pci_device<Ctx: kernel::device::DeviceContext>(
+    pdev: &pci::Device<Ctx>,
+) -> *mut bindings::pci_dev {
+    core::ptr::from_ref(pdev).cast_mut().cast()
+}
+
 /// Disables a PCI device when dropped (see [`enable_bus_master`]).
 ///
 /// # Invariants
@@ -496,16 +569,9 @@ struct DisableAtUnbind(ARef<pci::Device>);
 #[cfg(CONFIG_PCI)]
 impl Drop for DisableAtUnbind {
     fn drop(&mut self) {
-        // `pci::Device` is transparent over `Opaque<pci_dev>`, itself transparent over the C
-        // struct (layout assumptions `pci-device-transparent`, `opaque-transparent` in
-        // `dma_local.api`).
-        let pdev = core::ptr::from_ref::<pci::Device>(&self.0)
-            .cast_mut()
-            .cast::<bindings::pci_dev>();
         // SAFETY: The reference keeps the `pci_dev` alive, and it was enabled for this value (type
-        // invariant), which is dropped once. `Opaque` lets C write to the struct behind a shared
-        // reference.
-        unsafe { bindings::pci_disable_device(pdev) };
+        // invariant), which is dropped once.
+        unsafe { bindings::pci_disable_device(raw_pci_device(&self.0)) };
     }
 }
 
@@ -521,6 +587,58 @@ fn check_range(offset: usize, count: usize, len: usize) -> Result {
         return Err(EINVAL);
     }
     Ok(())
+}
+
+/// Syncs `len` bytes from `offset` into the mapping at `handle` for the CPU; nothing for zero bytes.
+/// An architecture's cache maintenance of an empty range may still touch the line it starts in
+/// (arm64 invalidates it), which can hold another object's dirty data: a ranged sync of nothing
+/// must not reach the DMA API.
+///
+/// # Safety
+///
+/// `handle` is a live mapping (or allocation) of `dev` in direction `dir`, with `offset + len`
+/// bytes at least.
+unsafe fn sync_range_for_cpu(
+    dev: &Device<Bound>,
+    handle: DmaAddress,
+    offset: usize,
+    len: usize,
+    dir: Direction,
+) {
+    if len == 0 {
+        return;
+    }
+    // SAFETY: By the function's safety requirements; `raw_device` gives a bound device.
+    unsafe {
+        dma_local_sync_single_range_for_cpu(raw_device(dev).cast(), handle, offset, len, dir.raw())
+    };
+}
+
+/// As [`sync_range_for_cpu`], for the device.
+///
+/// # Safety
+///
+/// As for [`sync_range_for_cpu`].
+unsafe fn sync_range_for_device(
+    dev: &Device<Bound>,
+    handle: DmaAddress,
+    offset: usize,
+    len: usize,
+    dir: Direction,
+) {
+    if len == 0 {
+        return;
+    }
+    // SAFETY: By the function's safety requirements; `raw_device` gives a bound device.
+    unsafe {
+        dma_local_sync_single_range_for_device(
+            raw_device(dev).cast(),
+            handle,
+            offset,
+            len,
+            dir.raw(),
+        )
+    };
 }
 
 /// A coherent DMA allocation of `count` elements of `T`, shared by the CPU and the device.
@@ -955,17 +1073,9 @@ impl<'v, D: DataDirection> CpuView<'v, D> {
         cpu: NonNull<u8>,
         len: usize,
     ) -> Self {
-        // SAFETY: A live mapping of this bound device, in its own direction (safety
-        // requirements).
-        unsafe {
-            dma_local_sync_single_range_for_cpu(
-                raw_device(dev).cast(),
-                handle,
-                offset,
-                len,
-                D::DIRECTION.raw(),
-            )
-        };
+        // SAFETY: A live mapping of this bound device, in its own direction, of which the bytes
+        // are part (safety requirements).
+        unsafe { sync_range_for_cpu(dev, handle, offset, len, D::DIRECTION) };
         // INVARIANT: synced for the CPU above; exclusive by the safety requirements.
         Self {
             dev,
@@ -1000,13 +1110,7 @@ impl<D: DataDirection> Drop for CpuView<'_, D> {
         // SAFETY: The bytes are a live mapping of this bound device in direction `D` (type
         // invariant); the slices lent out borrowed `self`, so none is left.
         unsafe {
-            dma_local_sync_single_range_for_device(
-                raw_device(self.dev).cast(),
-                self.handle,
-                self.offset,
-                self.len,
-                D::DIRECTION.raw(),
-            )
+            sync_range_for_device(self.dev, self.handle, self.offset, self.len, D::DIRECTION)
         };
     }
 }
@@ -1029,8 +1133,9 @@ pub(crate) struct Mapping<'a> {
 
 impl<'a> Mapping<'a> {
     /// Maps `len` bytes at `ptr` for `dev` in direction `dir`. Every mapping is checked with
-    /// `dma_mapping_error`; a failed one is `ENOMEM`. `EINVAL` for zero bytes, and for
-    /// [`Attrs::MMIO`]: this maps memory, never MMIO.
+    /// `dma_mapping_error`; a failed one is `ENOMEM`. `EINVAL` for zero bytes, for [`Attrs::MMIO`]
+    /// (this maps memory, never MMIO) and for [`Attrs::CC_SHARED`] (the memory was not made shared
+    /// with the host).
     ///
     /// # Safety
     ///
@@ -1044,7 +1149,7 @@ impl<'a> Mapping<'a> {
         dir: Direction,
         attrs: Attrs,
     ) -> Result<Self> {
-        if len == 0 || attrs.contains(Attrs::MMIO) {
+        if len == 0 || attrs.intersects(Attrs::REFUSED_BY_MAPPINGS) {
             return Err(EINVAL);
         }
         // SAFETY: By the safety requirements, `ptr..ptr + len` is mappable memory that outlives the
@@ -1080,7 +1185,7 @@ impl<'a> Mapping<'a> {
         dir: Direction,
         attrs: Attrs,
     ) -> Result<Self> {
-        if len == 0 || attrs.contains(Attrs::MMIO) {
+        if len == 0 || attrs.intersects(Attrs::REFUSED_BY_MAPPINGS) {
             return Err(EINVAL);
         }
         // SAFETY: By the safety requirements, the bytes are mappable memory that outlives the
@@ -1163,20 +1268,13 @@ impl<'a> Mapping<'a> {
     }
 
     /// Syncs `len` bytes from `offset` for the CPU (`dma_sync_single_range_for_cpu`): a received
-    /// frame's bytes, not the whole buffer it landed in. `EINVAL` outside the mapping.
+    /// frame's bytes, not the whole buffer it landed in. `EINVAL` outside the mapping; zero bytes
+    /// sync nothing.
     pub(crate) fn sync_range_for_cpu(&mut self, offset: usize, len: usize) -> Result {
         check_range(offset, len, self.len)?;
         // SAFETY: In range of a live mapping of this bound device, in its own direction (type
         // invariant).
-        unsafe {
-            dma_local_sync_single_range_for_cpu(
-                raw_device(self.dev).cast(),
-                self.handle,
-                offset,
-                len,
-                self.dir.raw(),
-            )
-        };
+        unsafe { sync_range_for_cpu(self.dev, self.handle, offset, len, self.dir) };
         Ok(())
     }
 
@@ -1185,15 +1283,7 @@ impl<'a> Mapping<'a> {
     pub(crate) fn sync_range_for_device(&mut self, offset: usize, len: usize) -> Result {
         check_range(offset, len, self.len)?;
         // SAFETY: As in `sync_range_for_cpu`.
-        unsafe {
-            dma_local_sync_single_range_for_device(
-                raw_device(self.dev).cast(),
-                self.handle,
-                offset,
-                len,
-                self.dir.raw(),
-            )
-        };
+        unsafe { sync_range_for_device(self.dev, self.handle, offset, len, self.dir) };
         Ok(())
     }
 }
@@ -1287,7 +1377,8 @@ impl<'a, D: DataDirection> Streaming<'a, D> {
     }
 
     /// As [`Streaming::sync_for_cpu`], for `len` bytes from `offset`: a received frame, not the
-    /// whole buffer. `EINVAL` outside the buffer.
+    /// whole buffer. `EINVAL` outside the buffer; zero bytes make an empty view that syncs
+    /// nothing.
     ///
     /// # Safety
     ///
@@ -1586,14 +1677,14 @@ impl SgTable {
     /// Maps the table for `dev` in direction `dir` (`dma_map_sgtable`): the device may then access
     /// every page, the CPU none until [`MappedSgTable::unmap`] gives the table back. On failure the
     /// table comes back with the error (`EINVAL`, `ENOMEM`, `EIO` or `EREMOTEIO`, as the DMA API
-    /// says).
+    /// says); `EINVAL` also for [`Attrs::MMIO`] and [`Attrs::CC_SHARED`], as for [`Mapping::new`].
     pub(crate) fn map<'a>(
         mut self,
         dev: &'a Device<Bound>,
         dir: Direction,
         attrs: Attrs,
     ) -> core::result::Result<MappedSgTable<'a>, (Error, SgTable)> {
-        if attrs.contains(Attrs::MMIO) {
+        if attrs.intersects(Attrs::REFUSED_BY_MAPPINGS) {
             return Err((EINVAL, self));
         }
         // SAFETY: `table` is set up over pages this owns, which stay alive and untouched by the
@@ -1823,6 +1914,11 @@ impl<'a, T: AsBytes + FromBytes> Pool<'a, T> {
     /// arbitrary bytes: what a previous user left, the pool's free-list link and the block's DMA
     /// address (which `dma_pool` keeps in free blocks), or poison when the pool is debugged. Any
     /// bytes are a valid `T` (`FromBytes`), so reading them is sound; they mean nothing.
+    ///
+    /// The caller's contract: the device is never pointed at a byte of the block the driver did
+    /// not write since taking it. A descriptor list with a stale entry beyond the ones written
+    /// hands the device a kernel pointer, or the address of memory freed since, which it would
+    /// read or write; where the driver cannot bound what the device reads, use [`Pool::alloc`].
     pub(crate) fn alloc_unzeroed(&self, gfp: Gfp) -> Result<PoolBlock<'_, 'a, T>> {
         self.take(gfp)
     }
