@@ -164,7 +164,7 @@ pub(crate) struct ControllerFile;
 impl MiscDevice for ControllerFile {
     type Ptr = Arc<Gate>;
 
-    fn open(_file: &File, misc: &MiscDeviceRegistration<Self>) -> Result<Arc<Gate>> {
+    fn open(file: &File, misc: &MiscDeviceRegistration<Self>) -> Result<Arc<Gate>> {
         let registration = core::ptr::from_ref(misc).cast_mut();
         // SAFETY: Every registration of `ControllerFile` is the `registration` field of a
         // `ControllerDevice`, which stays registered, and so alive, while a file of it is being
@@ -174,13 +174,12 @@ impl MiscDevice for ControllerFile {
                 kernel::container_of!(registration, ControllerDevice<'static>, registration);
             (*device).gate.clone()
         };
-        pin_module()?;
+        pin_module(file)?;
         Ok(gate)
     }
 
     fn release(gate: Arc<Gate>, _file: &File) {
         drop(gate);
-        unpin_module();
     }
 
     fn ioctl(gate: ArcBorrow<'_, Gate>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
@@ -251,27 +250,78 @@ unsafe extern "C" fn nvme_rs_reset_controller(dev: *mut bindings::device) -> c_i
 }
 
 /// 7.2's misc devices leave their file operations' owner unset, so an open file would not keep
-/// the module loaded: each open file holds a reference. (7.3 sets the owner.)
+/// the module loaded: the file switches to a copy of its operations that names this module, as
+/// `replace_fops` does, taking the module reference that `fops_get` takes for such operations.
+/// The VFS drops it (`fops_put` in `__fput`) after the release has returned, so no code of the
+/// module runs after the last put. (7.3 sets the owner.)
 #[cfg(kernel_before_7_3)]
-fn pin_module() -> Result {
+fn pin_module(file: &File) -> Result {
+    use core::sync::atomic::Ordering::{AcqRel, Acquire, Release};
     // SAFETY: The module is live: this code runs.
-    if unsafe { kernel::bindings::try_module_get(crate::THIS_MODULE.as_ptr()) } {
-        Ok(())
-    } else {
-        Err(ENODEV)
+    if !unsafe { bindings::try_module_get(crate::THIS_MODULE.as_ptr()) } {
+        return Err(ENODEV);
     }
-}
-
-#[cfg(kernel_before_7_3)]
-fn unpin_module() {
-    // SAFETY: Taken by `pin_module` at this file's open.
-    unsafe { kernel::bindings::module_put(crate::THIS_MODULE.as_ptr()) };
-}
-
-#[cfg(not(kernel_before_7_3))]
-fn pin_module() -> Result {
+    let owned = &OWNED_FILE_OPERATIONS;
+    if owned
+        .state
+        .compare_exchange(
+            OwnedFileOperations::EMPTY,
+            OwnedFileOperations::FILLING,
+            AcqRel,
+            Acquire,
+        )
+        .is_ok()
+    {
+        // SAFETY: A file being opened has operations: the misc device's, a static table (its
+        // owner unset, so `misc_open` took no reference for them).
+        let mut fops = unsafe { core::ptr::read((*file.as_ptr()).f_op) };
+        fops.owner = crate::THIS_MODULE.as_ptr();
+        // SAFETY: This thread moved the state from `EMPTY`: the only writer, and no reader yet.
+        unsafe { (*owned.fops.get()).write(fops) };
+        owned.state.store(OwnedFileOperations::READY, Release);
+    } else {
+        // Another open is copying them (a few hundred bytes).
+        while owned.state.load(Acquire) != OwnedFileOperations::READY {
+            core::hint::spin_loop();
+        }
+    }
+    // SAFETY: `READY`: initialised, never written again, and static. The file is being opened:
+    // its `open` may give it other operations.
+    unsafe { (*file.as_ptr()).f_op = (*owned.fops.get()).as_ptr() };
     Ok(())
 }
 
+/// The controller device's file operations with this module as their owner (7.2), copied at the
+/// first open.
+///
+/// # Invariants
+///
+/// `fops` is initialised once `state` is `READY`, and not written after.
+#[cfg(kernel_before_7_3)]
+struct OwnedFileOperations {
+    state: core::sync::atomic::AtomicU8,
+    fops: UnsafeCell<core::mem::MaybeUninit<bindings::file_operations>>,
+}
+
+#[cfg(kernel_before_7_3)]
+impl OwnedFileOperations {
+    const EMPTY: u8 = 0;
+    const FILLING: u8 = 1;
+    const READY: u8 = 2;
+}
+
+// SAFETY: `fops` is written once, by the thread that moved `state` from `EMPTY`, and read only
+// after `state` is `READY` (release and acquire order the two).
+#[cfg(kernel_before_7_3)]
+unsafe impl Sync for OwnedFileOperations {}
+
+#[cfg(kernel_before_7_3)]
+static OWNED_FILE_OPERATIONS: OwnedFileOperations = OwnedFileOperations {
+    state: core::sync::atomic::AtomicU8::new(OwnedFileOperations::EMPTY),
+    fops: UnsafeCell::new(core::mem::MaybeUninit::uninit()),
+};
+
 #[cfg(not(kernel_before_7_3))]
-fn unpin_module() {}
+fn pin_module(_file: &File) -> Result {
+    Ok(())
+}

@@ -18,7 +18,8 @@ use kernel::{
 use crate::admin::AdminQueue;
 use crate::blk;
 use crate::command::{self, Cns, IdentifyController, IdentifyNvmController};
-use crate::dma_local::{Coherent, Pool};
+use crate::dma_local::{self, Coherent, Pool};
+use crate::faults::FaultPoint;
 use crate::regs::{self, Bar0, Cap};
 use crate::shadow::ShadowDoorbells;
 
@@ -46,6 +47,17 @@ pub(crate) type CancelAll = unsafe fn(*mut bindings::blk_mq_tag_set);
 /// since the controller's reset count was `count`.
 pub(crate) type ResetController = fn(&Controller<'_>, Option<u32>) -> Result;
 
+/// Reads a register. `fail_mmio_read` (fault injection) makes it read all ones afterwards, as a
+/// device gone from the bus does. Always inlined: `read32` checks the offset at build time.
+#[inline(always)]
+fn read_register(bar: &Bar0<'_>, offset: usize) -> u32 {
+    let value = bar.read32(offset);
+    if FaultPoint::MmioRead.fails() {
+        return regs::GONE;
+    }
+    value
+}
+
 /// A bound NVMe controller's shared state.
 ///
 /// # Invariants
@@ -72,6 +84,9 @@ pub(crate) struct Controller<'a> {
     /// until then.
     shadow: ShadowDoorbells<'a>,
     dead: AtomicBool,
+    /// A disable turned bus mastering off (the controller did not stop); the next enable turns it
+    /// on again.
+    bus_master_off: AtomicBool,
     /// Serialises resets, and their halves around system sleep.
     #[pin]
     pub(crate) reset_lock: Mutex<()>,
@@ -115,9 +130,9 @@ impl<'a> Controller<'a> {
             cap: {
                 // The kernel's I/O regions allow 32-bit accesses; NVMe allows them on 64-bit
                 // registers.
-                let cap = Cap(u64::from(bar.read32(regs::CAP))
-                    | (u64::from(bar.read32(regs::CAP + 4)) << 32));
-                if bar.read32(regs::CSTS) == regs::GONE {
+                let cap = Cap(u64::from(read_register(bar, regs::CAP))
+                    | (u64::from(read_register(bar, regs::CAP + 4)) << 32));
+                if read_register(bar, regs::CSTS) == regs::GONE {
                     return Err(ENODEV);
                 }
                 if !cap.nvm_command_set() || cap.min_page_size() > regs::PAGE_SIZE {
@@ -146,6 +161,7 @@ impl<'a> Controller<'a> {
                 cap.doorbell_stride(),
             )?,
             dead: AtomicBool::new(false),
+            bus_master_off: AtomicBool::new(false),
             reset_lock <- new_mutex!((), "nvme_rs:reset"),
             resetting: AtomicBool::new(false),
             removing: AtomicBool::new(false),
@@ -192,9 +208,12 @@ impl<'a> Controller<'a> {
     ) -> Result<(IdentifyController, IdentifyNvmController)> {
         // A timed-out Identify resets or kills the controller (`admin_command`), which disables it,
         // before `buf` can go.
-        let id = IdentifyController::parse(
+        let mut id = IdentifyController::parse(
             &self.admin_command(|admin, bar| admin.identify(bar, Cns::Controller, 0, buf))?,
         )?;
+        if FaultPoint::Mdts.fails() {
+            id.mdts = u8::MAX;
+        }
         // Older controllers do not have this structure: no limits then. Before 1.2 the CNS field
         // had two bits or one, and CNS 06h would be read as another.
         let nvm_id = if self.version() >= regs::VS_1_2 {
@@ -251,14 +270,23 @@ impl<'a> Controller<'a> {
         self.shadow.is_enabled().then_some(&self.shadow)
     }
 
+    /// Controller Status (`CSTS`); all ones once the device is gone from the bus.
+    pub(crate) fn status(&self) -> u32 {
+        let csts = read_register(&self.bar, regs::CSTS);
+        if FaultPoint::CstsFatal.fails() {
+            return csts | regs::CSTS_CFS;
+        }
+        csts
+    }
+
     /// Whether the device still answers on the bus.
     pub(crate) fn is_present(&self) -> bool {
-        self.bar.read32(regs::CSTS) != regs::GONE
+        self.status() != regs::GONE
     }
 
     /// The specification version the controller implements (`VS`).
     pub(crate) fn version(&self) -> u32 {
-        self.bar.read32(regs::VS)
+        read_register(&self.bar, regs::VS)
     }
 
     /// Runs admin commands (`f`, with the admin queue locked). A command that timed out may still
@@ -329,7 +357,7 @@ impl<'a> Controller<'a> {
     fn wait_ready(&self, ready: bool) -> Result {
         let is_ready = |csts: &u32| csts & regs::CSTS_RDY != 0;
         let read_csts = || {
-            let csts = self.bar.read32(regs::CSTS);
+            let csts = self.status();
             if csts == regs::GONE {
                 return Err(ENODEV);
             }
@@ -351,15 +379,33 @@ impl<'a> Controller<'a> {
         polled.map(drop)
     }
 
-    /// Clears `CC.EN` and waits for the controller to stop: it does no DMA afterwards.
+    /// Clears `CC.EN` and waits for the controller to stop: it does no DMA afterwards. One that
+    /// does not stop in time (`CSTS.RDY` stays 1) or no longer answers may still hold commands
+    /// whose memory its caller is about to free or reuse: its bus mastering is turned off then,
+    /// as C's `nvme_dev_disable` disables the PCI device, until the next [`Controller::restart`].
     pub(crate) fn disable(&self) -> Result {
-        let cc = self.bar.read32(regs::CC);
+        let cc = read_register(&self.bar, regs::CC);
         self.bar.write32(cc & !regs::CC_EN, regs::CC);
-        self.wait_ready(false)
+        let stopped = self.wait_ready(false);
+        if let Err(e) = stopped {
+            dma_local::stop_bus_master(self.pdev);
+            if !self.bus_master_off.swap(true, Ordering::Relaxed) {
+                dev_err!(
+                    self.pdev,
+                    "controller did not stop ({:?}): bus mastering off\n",
+                    e
+                );
+            }
+        }
+        stopped
     }
 
     /// Sets `CC.EN` with this driver's configuration and waits until the controller is ready.
+    /// Bus mastering is on again first, if a [`Controller::disable`] turned it off.
     fn enable(&self) -> Result {
+        if self.bus_master_off.swap(false, Ordering::Relaxed) {
+            dma_local::resume_bus_master(self.pdev);
+        }
         let cc = regs::CC_EN
             | regs::CC_CSS_NVM
             | regs::CC_MPS_4K
@@ -372,13 +418,13 @@ impl<'a> Controller<'a> {
 
     /// A normal shutdown (`CC.SHN`), waited for at most `CAP.TO`, then a disable.
     pub(crate) fn shutdown(&self) {
-        let cc = self.bar.read32(regs::CC);
+        let cc = read_register(&self.bar, regs::CC);
         self.bar
             .write32((cc & !regs::CC_SHN_MASK) | regs::CC_SHN_NORMAL, regs::CC);
         let shut_down = |csts: &u32| {
             *csts == regs::GONE || csts & regs::CSTS_SHST_MASK == regs::CSTS_SHST_COMPLETE
         };
-        let read_csts = || Ok(self.bar.read32(regs::CSTS));
+        let read_csts = || Ok(self.status());
         let polled = read_poll_timeout(
             read_csts,
             shut_down,

@@ -16,6 +16,7 @@ mod command;
 mod compat;
 mod controller;
 mod dma_local;
+mod faults;
 mod io;
 mod namespace;
 mod passthrough;
@@ -45,10 +46,31 @@ use namespace::{ControllerLimits, Namespace};
 use passthrough::Passthrough;
 use reset::Stop;
 
-// The PCI driver with sleep and shutdown callbacks (`compat::pm`).
-kernel::module_driver! {
-    <T>, compat::pm::Adapter<T>, {
-    type: NvmeDriver,
+/// The module: the fault injection points, then the PCI driver with sleep and shutdown callbacks
+/// (`compat::pm`), registered as `kernel::module_driver!` does.
+#[pin_data]
+struct NvmeModule {
+    // Unregistered first (fields drop in order): no device uses the fault points after.
+    #[pin]
+    driver: kernel::driver::Registration<compat::pm::Adapter<NvmeDriver>>,
+    fault_points: faults::FaultPoints,
+}
+
+impl kernel::InPlaceModule for NvmeModule {
+    fn init(module: &'static kernel::ThisModule) -> impl PinInit<Self, Error> {
+        // The fault points exist before the first probe, which a test may want to fail.
+        try_pin_init!(Self {
+            fault_points: faults::FaultPoints::create(),
+            driver <- kernel::driver::Registration::new(
+                <Self as kernel::ModuleMetadata>::NAME,
+                module,
+            ),
+        })
+    }
+}
+
+kernel::prelude::module! {
+    type: NvmeModule,
     name: "nvme_rs",
     authors: ["rust-dma-drivers"],
     description: "NVMe block driver in Rust",
@@ -94,7 +116,7 @@ kernel::module_driver! {
                 not looked for, so that the command times out (0: none)",
         },
     },
-}}
+}
 
 compat::pci_device_table!(
     PCI_TABLE,
@@ -378,9 +400,11 @@ impl Drop for Nvme<'_> {
         } else {
             let _ = ctrl.disable();
         }
-        // The controller does no DMA any more: the memory can go (the passthrough buffer with the
-        // device), once the interrupt handlers that saw it alive have finished (they read the tag
-        // set).
+        // The controller does no DMA any more, and cannot: bus mastering goes off before any of
+        // its memory (devres would turn it off only after the driver's data is freed). The memory
+        // can go (the passthrough buffer with the device), once the interrupt handlers that saw it
+        // alive have finished (they read the tag set).
+        dma_local::stop_bus_master(ctrl.pdev);
         self.chardev = None;
         ctrl.stop();
         ctrl.forget_irqs();

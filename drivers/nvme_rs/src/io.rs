@@ -33,6 +33,7 @@ use crate::dma_local::{Attrs, Direction, DmaAddress, Gfp, Mapping, PoolBlock};
 use crate::namespace::Namespace;
 use crate::prp::{self, MAX_SEGMENTS};
 use crate::queue::{doorbells, CompletionQueue, SubmissionQueue};
+use crate::regs;
 use crate::sgl;
 
 /// A command identifier is the request's tag in its low 12 bits (queues hold at most 4,095
@@ -1218,6 +1219,29 @@ fn handle_timeout(queue: &IoQueue<'_>, rq: &Request<Pdu<'_>>) -> TimeoutAction {
     }
     let resets = ctrl.resets();
     let reset_since = || ctrl.is_resetting() || ctrl.resets() != resets;
+    // As C's `nvme_timeout`, the controller's status first: gone from the bus, or in fatal
+    // status, it completes nothing more.
+    let csts = ctrl.status();
+    if csts == regs::GONE {
+        dev_warn!(
+            ctrl.pdev,
+            "I/O {} QID {} timed out; controller gone (CSTS reads all ones)\n",
+            rq.tag(),
+            queue.qid
+        );
+        ctrl.kill();
+        return TimeoutAction::Done;
+    }
+    if csts & regs::CSTS_CFS != 0 {
+        dev_warn!(
+            ctrl.pdev,
+            "I/O {} QID {} timed out; controller fatal status (CSTS {:#x}), resetting\n",
+            rq.tag(),
+            queue.qid,
+            csts
+        );
+        return reset_after_timeout(ctrl, resets);
+    }
     // SAFETY: Only the atomics are read while the request may still complete elsewhere.
     let pdu = unsafe { &*rq.pdu() };
     let posted_before = pdu.device_done.load(Ordering::Acquire);
@@ -1296,11 +1320,6 @@ fn handle_timeout(queue: &IoQueue<'_>, rq: &Request<Pdu<'_>>) -> TimeoutAction {
         // A reset took the command from the controller, and sends it again or ends it.
         return TimeoutAction::ResetTimer;
     }
-    if ctrl.is_removing() {
-        // The driver is letting go of the controller: no reset, end everything.
-        ctrl.kill();
-        return TimeoutAction::Done;
-    }
     // Timed out again after the abort: reset the controller, which takes this command and every
     // other from it and sends them again (C's "I/O timeout, reset controller").
     dev_warn!(
@@ -1309,6 +1328,17 @@ fn handle_timeout(queue: &IoQueue<'_>, rq: &Request<Pdu<'_>>) -> TimeoutAction {
         rq.tag(),
         queue.qid
     );
+    reset_after_timeout(ctrl, resets)
+}
+
+/// A timeout handler's reset, unless a reset began since the reset count was `resets`, or the
+/// driver is letting go of the controller, whose requests then all end.
+fn reset_after_timeout(ctrl: &Controller<'_>, resets: u32) -> TimeoutAction {
+    if ctrl.is_removing() {
+        // The driver is letting go of the controller: no reset, end everything.
+        ctrl.kill();
+        return TimeoutAction::Done;
+    }
     match ctrl.reset_unless_since(resets) {
         // Asleep: the wake sends the command again.
         Err(e) if e == EBUSY => TimeoutAction::ResetTimer,

@@ -137,8 +137,11 @@ impl<'i> ControllerLimits<'i> {
         let mut max_transfer = prp::MAX_TRANSFER.min(
             dma_local::opt_mapping_size(ctrl.pdev.as_ref()) / regs::PAGE_SIZE * regs::PAGE_SIZE,
         );
-        if id.mdts > 0 {
-            max_transfer = max_transfer.min(ctrl.cap.min_page_size() << id.mdts);
+        // MDTS is a power of two of the minimum page size, 0 for no limit. A device may say any
+        // byte: a shift that leaves `usize` is no limit either (C's `check_shl_overflow`).
+        let mdts_shift = ctrl.cap.min_page_size().trailing_zeros() + u32::from(id.mdts);
+        if id.mdts > 0 && mdts_shift < usize::BITS {
+            max_transfer = max_transfer.min(1 << mdts_shift);
         }
         Self {
             id,
