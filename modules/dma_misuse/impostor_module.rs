@@ -12,7 +12,7 @@ include!("common.rs");
 mod dma_local {
     use kernel::prelude::*;
 
-    pub(crate) struct Coherent<T>(core::marker::PhantomData<T>);
+    pub(crate) struct Coherent<T>(pub(crate) core::marker::PhantomData<T>);
 
     impl<T> Coherent<T> {
         pub(crate) fn __dma_write_ptr(_this: &mut Self, index: usize) -> Result<*mut T> {
