@@ -13,6 +13,7 @@ mod harness_self_test;
 mod nvme_rs;
 mod nvme_rs_bounce;
 mod nvme_rs_faults;
+mod nvme_rs_formats;
 mod nvme_rs_hostile;
 mod nvme_rs_parity;
 mod nvme_rs_timeouts;

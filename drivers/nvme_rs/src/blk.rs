@@ -29,6 +29,7 @@ extern "C" {
         queuedata: *mut c_void,
     ) -> *mut c_void;
     fn nvme_rs_fops() -> *const c_void;
+    fn nvme_rs_limits_start_update(q: *mut c_void) -> bindings::queue_limits;
     fn nvme_rs_should_fake_timeout(q: *mut c_void) -> bool;
     fn nvme_rs_tag_to_rq(tags: *mut c_void, tag: c_uint) -> *mut c_void;
     fn nvme_rs_page_address(page: *mut c_void) -> *mut c_void;
@@ -654,6 +655,45 @@ pub(crate) struct DiskConfig<'n> {
     pub(crate) atomic_write: Option<(u32, u32)>,
 }
 
+impl DiskConfig<'_> {
+    /// Sets the limits this configuration decides in `lim`, leaving the others as they are.
+    fn apply_to(&self, lim: &mut bindings::queue_limits) {
+        lim.logical_block_size = self.logical_block_size;
+        lim.physical_block_size = self.logical_block_size;
+        lim.max_hw_sectors = self.max_hw_sectors;
+        lim.max_segments = self.max_segments;
+        lim.virt_boundary_mask = self.virt_boundary_mask as kernel::ffi::c_ulong;
+        // Segments of any size, as in the C driver (the default would cap them at 64 KiB where
+        // there is no virtual boundary).
+        lim.max_segment_size = u32::MAX;
+        lim.dma_alignment = 3;
+        if self.write_cache {
+            lim.features |= BLK_FEAT_WRITE_CACHE | BLK_FEAT_FUA;
+        }
+        lim.max_write_zeroes_sectors = self.max_write_zeroes_sectors;
+        if let Some((max, boundary)) = self.atomic_write {
+            lim.atomic_write_hw_max = max;
+            lim.atomic_write_hw_boundary = boundary;
+            lim.atomic_write_hw_unit_min = self.logical_block_size;
+            // The largest power of two that fits. Not `1 << max.ilog2()`: with rustc 1.85 (Debian's
+            // 7.3), `ilog2` panics through a function objtool does not know never returns.
+            lim.atomic_write_hw_unit_max = 1 << (u32::BITS - 1 - max.leading_zeros());
+            lim.features |= BLK_FEAT_ATOMIC_WRITES;
+        } else {
+            lim.atomic_write_hw_max = 0;
+            lim.atomic_write_hw_boundary = 0;
+            lim.atomic_write_hw_unit_min = 0;
+            lim.atomic_write_hw_unit_max = 0;
+            lim.features &= !BLK_FEAT_ATOMIC_WRITES;
+        }
+        lim.max_hw_discard_sectors = self.max_discard_sectors;
+        if self.max_discard_sectors > 0 {
+            lim.max_discard_segments = self.max_discard_segments;
+            lim.discard_granularity = self.discard_granularity;
+        }
+    }
+}
+
 /// A `struct gendisk` of a tag set, added to the system until dropped.
 ///
 /// # Invariants
@@ -756,33 +796,7 @@ impl Disk {
     ) -> Result<Self> {
         // SAFETY: All-zeroes is blk-mq's "use the defaults" for every limit.
         let mut lim: bindings::queue_limits = unsafe { core::mem::zeroed() };
-        lim.logical_block_size = config.logical_block_size;
-        lim.physical_block_size = config.logical_block_size;
-        lim.max_hw_sectors = config.max_hw_sectors;
-        lim.max_segments = config.max_segments;
-        lim.virt_boundary_mask = config.virt_boundary_mask as kernel::ffi::c_ulong;
-        // Segments of any size, as in the C driver (the default would cap them at 64 KiB where
-        // there is no virtual boundary).
-        lim.max_segment_size = u32::MAX;
-        lim.dma_alignment = 3;
-        if config.write_cache {
-            lim.features |= BLK_FEAT_WRITE_CACHE | BLK_FEAT_FUA;
-        }
-        lim.max_write_zeroes_sectors = config.max_write_zeroes_sectors;
-        if let Some((max, boundary)) = config.atomic_write {
-            lim.atomic_write_hw_max = max;
-            lim.atomic_write_hw_boundary = boundary;
-            lim.atomic_write_hw_unit_min = config.logical_block_size;
-            // The largest power of two that fits. Not `1 << max.ilog2()`: with rustc 1.85 (Debian's
-            // 7.3), `ilog2` panics through a function objtool does not know never returns.
-            lim.atomic_write_hw_unit_max = 1 << (u32::BITS - 1 - max.leading_zeros());
-            lim.features |= BLK_FEAT_ATOMIC_WRITES;
-        }
-        if config.max_discard_sectors > 0 {
-            lim.max_hw_discard_sectors = config.max_discard_sectors;
-            lim.max_discard_segments = config.max_discard_segments;
-            lim.discard_granularity = config.discard_granularity;
-        }
+        config.apply_to(&mut lim);
         // SAFETY: A live tag set; `lim` is read during the call only.
         let raw = unsafe {
             nvme_rs_alloc_disk(
@@ -831,6 +845,27 @@ impl Disk {
     pub(crate) fn unfreeze(&self) {
         // SAFETY: A live disk's queue, frozen by `start_freeze`.
         unsafe { bindings::blk_mq_unfreeze_queue_non_owner((*self.raw.as_ptr()).queue) };
+    }
+
+    /// Changes the disk's limits and capacity to `config`'s (its name aside), as a namespace's
+    /// format changed: the block layer checks them, and announces a new size.
+    pub(crate) fn set_limits(&self, config: &DiskConfig<'_>) -> Result {
+        // SAFETY: A live disk's queue. `start_update` takes the queue's limits lock, which
+        // `queue_limits_commit_update` releases, whether it fails or not.
+        to_result(unsafe {
+            let queue = (*self.raw.as_ptr()).queue;
+            let mut lim = nvme_rs_limits_start_update(queue.cast());
+            config.apply_to(&mut lim);
+            bindings::queue_limits_commit_update(queue, &mut lim)
+        })?;
+        self.set_capacity(config.capacity_sectors);
+        Ok(())
+    }
+
+    /// Sets the disk's capacity, and tells user space if it changed.
+    pub(crate) fn set_capacity(&self, sectors: u64) {
+        // SAFETY: A live disk.
+        unsafe { bindings::set_capacity_and_notify(self.raw.as_ptr(), sectors) };
     }
 
     /// Makes the disk visible (`/dev/<name>`), with `parent` as its device.

@@ -51,3 +51,8 @@ bool nvme_rs_add_to_batch(struct request *rq, struct io_comp_batch *iob, bool is
 {
 	return blk_mq_add_to_batch(rq, iob, is_error, complete);
 }
+
+struct queue_limits nvme_rs_limits_start_update(struct request_queue *q)
+{
+	return queue_limits_start_update(q);
+}

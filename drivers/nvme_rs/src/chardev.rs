@@ -32,6 +32,7 @@ const NVME_IOCTL_ADMIN_CMD: u32 = _IOWR::<PassthruCmd>(b'N' as u32, 0x41);
 const NVME_IOCTL_IO_CMD: u32 = _IOWR::<PassthruCmd>(b'N' as u32, 0x43);
 const NVME_IOCTL_ADMIN64_CMD: u32 = _IOWR::<PassthruCmd64>(b'N' as u32, 0x47);
 const NVME_IOCTL_RESET: u32 = _IO(b'N' as u32, 0x44);
+const NVME_IOCTL_RESCAN: u32 = _IO(b'N' as u32, 0x46);
 // `NVME_IOCTL_ID` is for a namespace's device: `ENOTTY` here, as from C, which tells nvme-cli it
 // holds a controller.
 const _NVME_IOCTL_ID: u32 = _IO(b'N' as u32, 0x40);
@@ -188,6 +189,7 @@ impl MiscDevice for ControllerFile {
             NVME_IOCTL_ADMIN64_CMD => passthrough.admin::<PassthruCmd64>(arg),
             NVME_IOCTL_IO_CMD => passthrough.io::<PassthruCmd>(arg),
             // C has no 64-bit I/O command on the controller's device.
+            NVME_IOCTL_RESCAN => passthrough.rescan().map(|()| 0),
             NVME_IOCTL_RESET => {
                 if !capable_sys_admin() {
                     return Err(EACCES);

@@ -225,6 +225,8 @@ impl SglDescriptor {
 
 /// Status: Successful Completion.
 pub(crate) const SC_SUCCESS: u16 = 0;
+/// The status field's Do Not Retry bit: the same command would fail again.
+pub(crate) const STATUS_DNR: u16 = 1 << 14;
 /// Status, written by the driver only: the command did not complete because the controller went
 /// away or was disabled (the specification's "host aborted command" code).
 pub(crate) const SC_HOST_ABORTED: u16 = 0x371;
@@ -571,6 +573,7 @@ pub(crate) const VWC_PRESENT: u8 = 1 << 0;
 pub(crate) const SGLS_SUPPORTED_MASK: u32 = 0x3;
 
 /// The fields of an Identify Controller data structure (4096 bytes) that this driver uses.
+#[derive(Clone, Copy)]
 pub(crate) struct IdentifyController {
     /// Maximum Data Transfer Size, as a power of two of the minimum page size; 0 is no limit.
     pub(crate) mdts: u8,
@@ -605,7 +608,7 @@ impl IdentifyController {
 
 /// The fields of the NVM Command Set Identify Controller data structure that this driver uses.
 /// Older controllers do not have the structure: its defaults are all zero, "no limit".
-#[derive(Default)]
+#[derive(Clone, Copy, Default)]
 pub(crate) struct IdentifyNvmController {
     /// Write Zeroes Size Limit, as a power of two of the minimum page size; 0 is no limit.
     pub(crate) wzsl: u8,

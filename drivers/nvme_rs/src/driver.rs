@@ -34,7 +34,6 @@ use kernel::{
     pci,
     prelude::*,
     sync::Arc,
-    time::msecs_to_jiffies,
 };
 
 use blk::{Disk, TagSet};
@@ -229,12 +228,7 @@ impl<'bound> Nvme<'bound> {
         for disk in self.disks.iter() {
             disk.start_freeze();
         }
-        // `io_timeout`, 0 being blk-mq's default (30 s).
-        let seconds = match compat::param(&module_parameters::io_timeout) {
-            0 => 30,
-            seconds => seconds,
-        };
-        let timeout = msecs_to_jiffies(seconds.saturating_mul(1000));
+        let timeout = io::timeout_jiffies();
         for disk in self.disks.iter() {
             if !disk.wait_frozen(timeout) {
                 dev_warn!(self.ctrl.pdev, "I/O still in flight at suspend\n");
@@ -290,11 +284,12 @@ impl<'bound> Nvme<'bound> {
         let passthrough = unsafe {
             Passthrough::new(
                 ctrl.clone(),
+                (&id, &nvm_id),
                 limits.max_transfer,
                 &nvme.namespaces,
                 &nvme.disks,
             )
-        };
+        }?;
         nvme.chardev = Some(ControllerDevice::new(passthrough, nvme.instance.0)?);
         nvme.announce(&limits);
         Ok(nvme)

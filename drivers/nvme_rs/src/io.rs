@@ -122,6 +122,16 @@ fn create_pair(
 
 /// The tag set of the I/O queues `queues` (at least one): a hardware queue for each, with one tag
 /// fewer than its entries, and the `io_timeout` parameter.
+/// The I/O timeout in jiffies (`io_timeout`, 0 being blk-mq's default of 30 s): how long a
+/// request may take, and so how long waiting for the requests in flight may take.
+pub(crate) fn timeout_jiffies() -> kernel::ffi::c_ulong {
+    let seconds = match param(&crate::module_parameters::io_timeout) {
+        0 => 30,
+        seconds => seconds,
+    };
+    msecs_to_jiffies(seconds.saturating_mul(1000))
+}
+
 pub(crate) fn alloc_tag_set(queues: &KVec<Pin<KBox<IoQueue<'_>>>>) -> Result<TagSet> {
     let depth = queues[0].depth();
     TagSet::new(TagSetConfig {
@@ -814,7 +824,9 @@ fn submit<'a>(
     rq: &Request<Pdu<'a>>,
     last: bool,
 ) -> Result<(), Status> {
-    if queue.ctrl.is_dead() {
+    // A namespace formatted to what the driver does not serve gets nothing: the controller would
+    // move a block size or metadata that no mapping describes.
+    if queue.ctrl.is_dead() || !ns.is_usable() {
         return Err(Status::IOERR);
     }
     let (command, data_pointer) = {
@@ -959,7 +971,11 @@ fn prepare<'a>(
             if rq.multi_range_discards() {
                 for (sector, bytes) in rq.bio_ranges() {
                     if written < usize::from(count) {
-                        write_range(written, sector >> (ns.lba_shift - 9), bytes >> ns.lba_shift)?;
+                        write_range(
+                            written,
+                            sector >> (ns.lba_shift() - 9),
+                            bytes >> ns.lba_shift(),
+                        )?;
                     }
                     written += 1;
                 }
@@ -1171,7 +1187,16 @@ unsafe extern "C" fn complete(rq: *mut bindings::request) {
     let pdu = unsafe { &*rq.pdu() };
     // SAFETY: Completed: the data is the completion's, nothing else touches it.
     unsafe { pdu.data() }.release();
-    if pdu.requeue.swap(false, Ordering::Relaxed)
+    // Sent again: a request a reset took from the controller, and, as C's
+    // `nvme_decide_disposition`, one the controller failed without Do Not Retry (an Abort the
+    // controller acted on, a transient error); not a passthrough command, whose caller gets the
+    // status (C marks those fail-fast), nor one the host aborted.
+    let status = pdu.status.load(Ordering::Relaxed);
+    let failed_transiently = status != command::SC_SUCCESS
+        && status != command::SC_HOST_ABORTED
+        && status & command::STATUS_DNR == 0
+        && rq.op() != Op::Driver;
+    if (pdu.requeue.swap(false, Ordering::Relaxed) || failed_transiently)
         && pdu.retries.fetch_add(1, Ordering::Relaxed) < MAX_RETRIES
     {
         rq.requeue();

@@ -4,6 +4,8 @@
 //! its disk (logical block size, capacity, largest transfer, discard, write zeroes, atomic
 //! writes), and the namespace as its disk's requests see it.
 
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+
 use kernel::{prelude::*, str::CString};
 
 use crate::blk::{Disk, DiskConfig, Request, TagSet};
@@ -13,24 +15,45 @@ use crate::dma_local::{self, Coherent};
 use crate::prp;
 use crate::regs;
 
-/// A namespace as its disk's requests see it (the disk's `queuedata`).
+/// A namespace as its disk's requests see it (the disk's `queuedata`). Its format may change under
+/// the driver (Format NVM, namespace management through passthrough): [`revalidate`] follows it
+/// while the disk's queue is frozen, so that no request sees a block size the controller no longer
+/// uses.
 pub(crate) struct Namespace {
     pub(crate) nsid: u32,
-    /// log2 of the logical block size.
-    pub(crate) lba_shift: u32,
+    /// log2 of the logical block size, 9 to 12.
+    lba_shift: AtomicU32,
+    /// The namespace's size in logical blocks (NSZE).
+    blocks: AtomicU64,
+    /// The format in use is one this driver serves; otherwise the disk has no capacity and every
+    /// request, passthrough included, fails before it reaches the controller.
+    usable: AtomicBool,
 }
 
 impl Namespace {
+    /// log2 of the logical block size.
+    #[inline]
+    pub(crate) fn lba_shift(&self) -> u32 {
+        // Changed only while the disk's queue is frozen: no request is in flight then.
+        self.lba_shift.load(Ordering::Relaxed)
+    }
+
+    /// Whether the namespace's format is one the driver serves.
+    #[inline]
+    pub(crate) fn is_usable(&self) -> bool {
+        self.usable.load(Ordering::Relaxed)
+    }
+
     /// The logical block `rq` starts at.
     #[inline]
     pub(crate) fn first_block<P>(&self, rq: &Request<P>) -> u64 {
-        rq.sector() >> (self.lba_shift - 9)
+        rq.sector() >> (self.lba_shift() - 9)
     }
 
     /// How many logical blocks `rq` covers.
     #[inline]
     pub(crate) fn block_count<P>(&self, rq: &Request<P>) -> u32 {
-        rq.bytes() >> self.lba_shift
+        rq.bytes() >> self.lba_shift()
     }
 }
 
@@ -266,7 +289,9 @@ pub(crate) unsafe fn alloc_disks(
         let namespace = KBox::new(
             Namespace {
                 nsid,
-                lba_shift: ns.lba_shift,
+                lba_shift: AtomicU32::new(ns.lba_shift),
+                blocks: AtomicU64::new(ns.nsze),
+                usable: AtomicBool::new(true),
             },
             GFP_KERNEL,
         )?;
@@ -306,4 +331,82 @@ pub(crate) fn add_disks(ctrl: &Controller<'_>, disks: &mut KVec<Disk>) -> Result
         }
     }
     Ok(())
+}
+
+/// Identifies `namespace` again (through `buf`) and brings its disk in line with the format the
+/// controller now uses, as C's `nvme_update_ns_info` does after a command that may change it or a
+/// rescan: the logical block size, capacity and every limit derived from them; a format this
+/// driver does not serve (metadata, an inactive or empty namespace) leaves the disk with capacity 0
+/// and fails its requests. With `frozen`, the caller has frozen the disk's queue; otherwise this
+/// freezes it, if anything changed, waiting for what is in flight an I/O timeout at most (`EBUSY`
+/// after that, nothing changed). `disk` is `namespace`'s.
+pub(crate) fn revalidate(
+    ctrl: &Controller<'_>,
+    buf: &Coherent<'_, u8>,
+    limits: &ControllerLimits<'_>,
+    namespace: &Namespace,
+    disk: &Disk,
+    frozen: bool,
+) -> Result {
+    let ns = IdentifyNamespace::identify(ctrl, buf, namespace.nsid)?;
+    let supported = ns.supported();
+    let was = (
+        namespace.is_usable(),
+        namespace.lba_shift(),
+        namespace.blocks.load(Ordering::Relaxed),
+    );
+    if was == (supported, ns.lba_shift, ns.nsze) || (!supported && !was.0) {
+        return Ok(());
+    }
+    if !frozen {
+        disk.start_freeze();
+        if !disk.wait_frozen(crate::io::timeout_jiffies()) {
+            disk.unfreeze();
+            return Err(EBUSY);
+        }
+    }
+    let updated = if supported {
+        disk.set_limits(&ns.disk_config(c"", limits))
+    } else {
+        disk.set_capacity(0);
+        Ok(())
+    };
+    if updated.is_ok() {
+        // Within the freeze: the next request sees the new format.
+        namespace.lba_shift.store(ns.lba_shift, Ordering::Relaxed);
+        namespace.blocks.store(ns.nsze, Ordering::Relaxed);
+        namespace.usable.store(supported, Ordering::Relaxed);
+    } else {
+        // The block layer refused the limits: nothing may reach the namespace.
+        namespace.usable.store(false, Ordering::Relaxed);
+        disk.set_capacity(0);
+    }
+    if !frozen {
+        disk.unfreeze();
+    }
+    if supported && updated.is_ok() {
+        dev_info!(
+            ctrl.pdev,
+            "namespace {}: {}-byte blocks, {} of them\n",
+            namespace.nsid,
+            1u32 << ns.lba_shift,
+            ns.nsze
+        );
+    } else {
+        dev_warn!(
+            ctrl.pdev,
+            "namespace {}: format not served (block shift {}, {} metadata bytes, {} blocks{}), \
+             capacity 0\n",
+            namespace.nsid,
+            ns.lba_shift,
+            ns.metadata_size,
+            ns.nsze,
+            if updated.is_err() {
+                ", limits refused"
+            } else {
+                ""
+            }
+        );
+    }
+    updated
 }

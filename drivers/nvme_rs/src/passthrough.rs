@@ -22,12 +22,13 @@ use kernel::{
     uaccess::{UserPtr, UserSlice},
 };
 
+use crate::admin::IDENTIFY_SIZE;
 use crate::blk::Disk;
-use crate::command::{Command, UserCommand};
+use crate::command::{Command, IdentifyController, IdentifyNvmController, UserCommand};
 use crate::controller::Controller;
 use crate::dma_local::{Coherent, Gfp};
 use crate::io::{self, UserCompletion};
-use crate::namespace::Namespace;
+use crate::namespace::{self, ControllerLimits, Namespace};
 use crate::regs::PAGE_SIZE;
 
 /// `struct nvme_passthru_cmd` (`linux/nvme_ioctl.h`), also `struct nvme_admin_cmd`.
@@ -276,17 +277,18 @@ impl<'a> Bounce<'a> {
 /// A controller's passthrough: its bounce buffer, made at the first command.
 pub(crate) struct Passthrough<'a> {
     ctrl: kernel::sync::Arc<Controller<'a>>,
+    /// Identify Controller, and its NVM command set part: the disks' limits, for a namespace
+    /// whose format changes.
+    id: (IdentifyController, IdentifyNvmController),
     /// The largest data transfer, and the bounce buffer's size.
     max_transfer: usize,
-    /// The namespaces with a disk.
-    namespaces: usize,
-    /// The one namespace, if there is one: where I/O commands sent to the controller's device go.
-    single_namespace: Option<(u32, NonNull<Disk>)>,
+    /// The namespaces with a disk, each with its disk.
+    disks: KVec<NamespaceDisk>,
     bounce: Option<Bounce<'a>>,
 }
 
-// SAFETY: The disk is only used by the thread that holds the passthrough (`&mut self`), and a
-// disk may be used from any thread.
+// SAFETY: The namespaces and disks are only used by the thread that holds the passthrough, and
+// both may be used from any thread.
 unsafe impl Send for Passthrough<'_> {}
 
 /// Where a passthrough command goes.
@@ -298,29 +300,49 @@ enum Target {
     Namespace(u32, NonNull<Disk>),
 }
 
+/// Admin commands that may change the format of a namespace or which namespaces there are: Format
+/// NVM and Sanitize (C's built-in effects: LBCC, NCC, CSE), Namespace Management and Attachment
+/// (NIC, NCC in the effects log QEMU reports). The disks' queues are frozen around them, and the
+/// namespaces identified again after, as C's `nvme_passthru_start` and `nvme_passthru_end` do.
+fn changes_namespaces(opcode: u8) -> bool {
+    const NAMESPACE_MANAGEMENT: u8 = 0x0d;
+    const NAMESPACE_ATTACHMENT: u8 = 0x15;
+    const FORMAT_NVM: u8 = 0x80;
+    const SANITIZE: u8 = 0x84;
+    matches!(
+        opcode,
+        NAMESPACE_MANAGEMENT | NAMESPACE_ATTACHMENT | FORMAT_NVM | SANITIZE
+    )
+}
+
 impl<'a> Passthrough<'a> {
-    /// Passthrough to `ctrl`, whose transfers are at most `max_transfer` bytes, with a disk of
-    /// `disks` for each namespace of `namespaces`, in the same order.
+    /// Passthrough to `ctrl`, identified as `id`, whose transfers are at most `max_transfer`
+    /// bytes, with a disk of `disks` for each namespace of `namespaces`, in the same order.
     ///
     /// # Safety
     ///
-    /// The disks outlive the returned value.
+    /// The namespaces and the disks outlive the returned value.
     pub(crate) unsafe fn new(
         ctrl: kernel::sync::Arc<Controller<'a>>,
+        id: (&IdentifyController, &IdentifyNvmController),
         max_transfer: usize,
         namespaces: &[KBox<Namespace>],
         disks: &[Disk],
-    ) -> Self {
-        Self {
-            ctrl,
-            max_transfer,
-            namespaces: disks.len(),
-            single_namespace: match (namespaces, disks) {
-                ([namespace], [disk]) => Some((namespace.nsid, NonNull::from(disk))),
-                _ => None,
-            },
-            bounce: None,
+    ) -> Result<Self> {
+        let mut pairs = KVec::with_capacity(disks.len(), GFP_KERNEL)?;
+        for (namespace, disk) in namespaces.iter().zip(disks) {
+            pairs.push(
+                (NonNull::from(&**namespace), NonNull::from(disk)),
+                GFP_KERNEL,
+            )?;
         }
+        Ok(Self {
+            ctrl,
+            id: (*id.0, *id.1),
+            max_transfer,
+            disks: pairs,
+            bounce: None,
+        })
     }
 
     /// The controller.
@@ -344,8 +366,8 @@ impl<'a> Passthrough<'a> {
     /// others send what the controller's Commands Supported and Effects log says is harmless,
     /// which this driver does not read), and the NSID must be the namespace's (`EINVAL`).
     pub(crate) fn io<C: Passthru>(&mut self, arg: usize) -> Result<isize> {
-        let Some((nsid, disk)) = self.single_namespace else {
-            if self.namespaces == 0 {
+        let &[(namespace, disk)] = self.disks.as_slice() else {
+            if self.disks.is_empty() {
                 return Err(ENOTTY);
             }
             dev_warn!(
@@ -354,7 +376,22 @@ impl<'a> Passthrough<'a> {
             );
             return Err(EINVAL);
         };
+        // SAFETY: The namespaces outlive `self` (`new`'s safety requirement).
+        let nsid = unsafe { namespace.as_ref() }.nsid;
         self.send::<C>(arg, Target::Namespace(nsid, disk))
+    }
+
+    /// Identifies every namespace with a disk again and brings the disks in line with what the
+    /// controller says (`NVME_IOCTL_RESCAN`; C queues its scan work): a disk whose format or size
+    /// changed is frozen while it changes. Namespaces added since probe get no disk, nor do removed
+    /// ones lose theirs: theirs get capacity 0.
+    pub(crate) fn rescan(&mut self) -> Result {
+        self.revalidate(false)
+    }
+
+    /// Identifies every namespace with a disk again, with their queues `frozen` already or not.
+    fn revalidate(&self, frozen: bool) -> Result {
+        revalidate(&self.ctrl, &self.id, &self.disks, frozen)
     }
 
     /// Checks the command of the `C` at user address `arg`, moves its data through the bounce
@@ -391,6 +428,14 @@ impl<'a> Passthrough<'a> {
         }
         let data = UserPtr::from_addr(request.addr as usize);
         let to_device = request.command.to_device();
+        // Nothing in flight may use a format the command changes; the namespaces are identified
+        // again after it, whatever its answer.
+        let _frozen = match target {
+            Target::Admin if changes_namespaces(request.command.opcode) => {
+                Some(Frozen::new(&self.ctrl, &self.id, &self.disks)?)
+            }
+            _ => None,
+        };
         let bounce = match &mut self.bounce {
             Some(bounce) => bounce,
             empty => empty.insert(Bounce::new(self.ctrl.pdev.as_ref(), self.max_transfer)?),
@@ -436,5 +481,79 @@ impl<'a> Passthrough<'a> {
         .write(&C::result(result))?;
         // Lossless: 15 bits.
         Ok(status as isize)
+    }
+}
+
+/// A namespace with a disk, and the disk, which outlive the passthrough that holds them.
+type NamespaceDisk = (NonNull<Namespace>, NonNull<Disk>);
+
+/// Identifies every namespace of `disks` again ([`namespace::revalidate`]) on `ctrl`, identified
+/// as `id`, with their queues `frozen` already or not. Every namespace is done whatever another's
+/// answer; the first failure is returned.
+fn revalidate(
+    ctrl: &Controller<'_>,
+    id: &(IdentifyController, IdentifyNvmController),
+    disks: &[NamespaceDisk],
+    frozen: bool,
+) -> Result {
+    let buf = Coherent::<u8>::alloc(ctrl.pdev.as_ref(), IDENTIFY_SIZE, Gfp::KERNEL)?;
+    let limits = ControllerLimits::new(ctrl, &id.0, &id.1);
+    let mut result = Ok(());
+    for (namespace, disk) in disks {
+        // SAFETY: The namespaces and disks outlive the passthrough (`Passthrough::new`).
+        let (namespace, disk) = unsafe { (namespace.as_ref(), disk.as_ref()) };
+        let done = namespace::revalidate(ctrl, &buf, &limits, namespace, disk, frozen);
+        if result.is_ok() {
+            result = done;
+        }
+    }
+    result
+}
+
+/// The disks' queues of a passthrough, frozen while a command that may change their namespaces
+/// runs; dropping it identifies the namespaces again, then lets requests in.
+struct Frozen<'p, 'a> {
+    ctrl: &'p Controller<'a>,
+    id: &'p (IdentifyController, IdentifyNvmController),
+    disks: &'p [NamespaceDisk],
+}
+
+impl<'p, 'a> Frozen<'p, 'a> {
+    /// Freezes the queue of every disk of `disks` and waits, an I/O timeout at most, for what is
+    /// in flight; `EBUSY` (and nothing frozen) when it does not end in time.
+    fn new(
+        ctrl: &'p Controller<'a>,
+        id: &'p (IdentifyController, IdentifyNvmController),
+        disks: &'p [NamespaceDisk],
+    ) -> Result<Self> {
+        let each_disk = || {
+            disks
+                .iter()
+                // SAFETY: The disks outlive the passthrough (`Passthrough::new`).
+                .map(|(_, disk)| unsafe { disk.as_ref() })
+        };
+        each_disk().for_each(Disk::start_freeze);
+        let timeout = io::timeout_jiffies();
+        if !each_disk().all(|disk| disk.wait_frozen(timeout)) {
+            each_disk().for_each(Disk::unfreeze);
+            return Err(EBUSY);
+        }
+        Ok(Self { ctrl, id, disks })
+    }
+}
+
+impl Drop for Frozen<'_, '_> {
+    fn drop(&mut self) {
+        if let Err(e) = revalidate(self.ctrl, self.id, self.disks, true) {
+            dev_warn!(
+                self.ctrl.pdev,
+                "namespaces not identified again ({:?})\n",
+                e
+            );
+        }
+        for (_, disk) in self.disks {
+            // SAFETY: The disks outlive the passthrough (`Passthrough::new`).
+            unsafe { disk.as_ref() }.unfreeze();
+        }
     }
 }
