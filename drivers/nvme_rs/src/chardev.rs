@@ -21,9 +21,10 @@ use kernel::{
 
 use kernel::{
     bindings,
-    ffi::{c_int, c_void},
+    ffi::{c_int, c_uint, c_void},
 };
 
+use crate::command::IdentifyController;
 use crate::passthrough::{capable_sys_admin, Passthrough, PassthruCmd, PassthruCmd64};
 use crate::reset;
 
@@ -89,18 +90,22 @@ pub(crate) struct ControllerDevice<'a> {
     #[pin]
     registration: MiscDeviceRegistration<ControllerFile>,
     gate: Arc<Gate>,
+    /// What the sysfs attributes show; fixed at probe, as C's (it reads them again only at a
+    /// firmware activation, which nvme_rs does not do).
+    identity: IdentifyController,
     /// Reached through the gate by one thread at a time (a cell: `&self` does not cover it).
     passthrough: UnsafeCell<Passthrough<'a>>,
 }
 
 impl<'a> ControllerDevice<'a> {
-    /// Registers `/dev/rsnvme<instance>`, with its `reset_controller`, for `passthrough`'s
+    /// Registers `/dev/rsnvme<instance>`, with its sysfs attributes, for `passthrough`'s
     /// controller.
     pub(crate) fn new(passthrough: Passthrough<'a>, instance: u32) -> Result<Pin<KBox<Self>>> {
         let bytes = NAMES.get(instance as usize).ok_or(EINVAL)?;
         let name = CStr::from_bytes_until_nul(bytes).map_err(|_| EINVAL)?;
         KBox::try_pin_init(
             try_pin_init!(&this in Self {
+                identity: *passthrough.identity(),
                 passthrough: UnsafeCell::new(passthrough),
                 gate: Arc::pin_init(
                     try_pin_init!(Gate {
@@ -122,12 +127,12 @@ impl<'a> ControllerDevice<'a> {
             GFP_KERNEL,
         )
         .inspect(|device| {
-            // SAFETY: A registered misc device's device; the attribute is static.
+            // SAFETY: A registered misc device's device; the groups are static.
             let ret = unsafe {
-                bindings::device_create_file(device.device_raw(), reset_controller_attr())
+                bindings::device_add_groups(device.device_raw(), controller_attr_groups())
             };
             if ret != 0 {
-                pr_warn!("nvme_rs: no reset_controller ({})\n", ret);
+                pr_warn!("nvme_rs: no sysfs attributes ({})\n", ret);
             }
         })
     }
@@ -152,9 +157,9 @@ impl PinnedDrop for ControllerDevice<'_> {
     fn drop(self: Pin<&mut Self>) {
         // Waits for an ioctl or reset in progress; the files still open find the gate closed.
         self.close();
-        // SAFETY: The registered device, whose attribute this is (or was never made, which
-        // `device_remove_file` allows).
-        unsafe { bindings::device_remove_file(self.device_raw(), reset_controller_attr()) };
+        // SAFETY: The registered device, whose attributes these are (or were never made, which an
+        // unnamed group's removal allows). It waits for a show or store in progress.
+        unsafe { bindings::device_remove_groups(self.device_raw(), controller_attr_groups()) };
     }
 }
 
@@ -215,16 +220,79 @@ impl Gate {
 }
 
 extern "C" {
-    /// `reset_controller`, write-only (`chardev_shim.c`: `DEVICE_ATTR_WO` is a macro).
-    // `c_void`: the attribute's type is not FFI-safe in Rust where lockdep is off (an empty
+    /// The controller device's attributes (`chardev_shim.c`: `DEVICE_ATTR_*` are macros).
+    // `c_void`: an attribute's type is not FFI-safe in Rust where lockdep is off (an empty
     // `lockdep_map`), though the pointer is.
-    fn nvme_rs_reset_controller_attr() -> *const c_void;
+    fn nvme_rs_controller_attr_groups() -> *const c_void;
 }
 
-/// The `reset_controller` attribute.
-fn reset_controller_attr() -> *const bindings::device_attribute {
+/// The controller device's attribute groups, a NULL-terminated array of one.
+fn controller_attr_groups() -> *const *const bindings::attribute_group {
     // SAFETY: Returns the address of a static.
-    unsafe { nvme_rs_reset_controller_attr() }.cast()
+    unsafe { nvme_rs_controller_attr_groups() }.cast()
+}
+
+/// The `ControllerDevice` of misc device `dev`.
+///
+/// # Safety
+///
+/// `dev` is the device of a registered `ControllerDevice`'s misc device, during a sysfs show or
+/// store (which keeps it registered, and so the `ControllerDevice` alive, until it returns).
+unsafe fn controller_device<'d>(dev: *mut bindings::device) -> &'d ControllerDevice<'static> {
+    // SAFETY: A misc device's driver data is its `struct miscdevice` (`misc_register`), which is
+    // the `registration` of a `ControllerDevice` (`MiscDeviceRegistration` is transparent), alive
+    // while the show or store runs (safety requirement). The lifetime does not change the layout.
+    unsafe {
+        let registration = (*dev)
+            .driver_data
+            .cast::<MiscDeviceRegistration<ControllerFile>>();
+        &*kernel::container_of!(registration, ControllerDevice<'static>, registration)
+    }
+}
+
+/// The show of `model` (`field` 0), `serial` (1), `firmware_rev` (2) and `cntlid` (3): as C's,
+/// a string field up to its first NUL, with its padding, or the number, and a newline. Returns the
+/// bytes written to `buf`, a page.
+///
+/// # Safety
+///
+/// As for [`controller_device`]; `buf` is a page that sysfs hands a show.
+#[no_mangle]
+unsafe extern "C" fn nvme_rs_show_identity(
+    dev: *mut bindings::device,
+    field: c_uint,
+    buf: *mut u8,
+) -> isize {
+    // SAFETY: By the function's safety requirements.
+    let id = unsafe { &controller_device(dev).identity };
+    let mut number = [0u8; 5];
+    let text: &[u8] = match field {
+        0 => &id.mn,
+        1 => &id.sn,
+        2 => &id.fr,
+        3 => decimal(id.cntlid, &mut number),
+        _ => return EINVAL.to_errno() as isize,
+    };
+    let text = text.split(|&b| b == 0).next().unwrap_or_default();
+    // SAFETY: `buf` is a page (safety requirement); the text is at most 40 bytes and a newline.
+    unsafe {
+        core::ptr::copy_nonoverlapping(text.as_ptr(), buf, text.len());
+        *buf.add(text.len()) = b'\n';
+    }
+    text.len() as isize + 1
+}
+
+/// `value` in decimal, in `digits`.
+fn decimal(mut value: u16, digits: &mut [u8; 5]) -> &[u8] {
+    let mut start = digits.len();
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (value % 10) as u8;
+        value /= 10;
+        if value == 0 {
+            return &digits[start..];
+        }
+    }
 }
 
 /// The store of `reset_controller`: resets the controller of misc device `dev`; 0 or an error.
@@ -235,16 +303,8 @@ fn reset_controller_attr() -> *const bindings::device_attribute {
 /// (which keeps the device registered).
 #[no_mangle]
 unsafe extern "C" fn nvme_rs_reset_controller(dev: *mut bindings::device) -> c_int {
-    // SAFETY: A misc device's driver data is its `struct miscdevice` (`misc_register`), which is
-    // the `registration` of a `ControllerDevice` (`MiscDeviceRegistration` is transparent), alive
-    // while the store runs (safety requirement). Only its gate is read.
-    let gate = unsafe {
-        let registration = (*dev)
-            .driver_data
-            .cast::<MiscDeviceRegistration<ControllerFile>>();
-        let device = kernel::container_of!(registration, ControllerDevice<'static>, registration);
-        &(*device).gate
-    };
+    // SAFETY: By the function's safety requirement. Only the gate is used.
+    let gate = unsafe { &controller_device(dev).gate };
     match gate.with_passthrough(|passthrough| reset::reset(passthrough.controller(), None)) {
         Ok(()) => 0,
         Err(e) => e.to_errno(),

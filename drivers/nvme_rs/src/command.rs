@@ -575,6 +575,12 @@ pub(crate) const SGLS_SUPPORTED_MASK: u32 = 0x3;
 /// The fields of an Identify Controller data structure (4096 bytes) that this driver uses.
 #[derive(Clone, Copy)]
 pub(crate) struct IdentifyController {
+    /// Serial Number, Model Number and Firmware Revision: ASCII, padded with spaces.
+    pub(crate) sn: [u8; 20],
+    pub(crate) mn: [u8; 40],
+    pub(crate) fr: [u8; 8],
+    /// Controller ID.
+    pub(crate) cntlid: u16,
     /// Maximum Data Transfer Size, as a power of two of the minimum page size; 0 is no limit.
     pub(crate) mdts: u8,
     /// Optional Admin Command Support.
@@ -595,7 +601,12 @@ impl IdentifyController {
         if raw.len() < 4096 {
             return Err(EINVAL);
         }
+        let bytes = |from: usize, to: usize| raw.get(from..to).ok_or(EINVAL);
         Ok(Self {
+            sn: bytes(4, 24)?.try_into().map_err(|_| EINVAL)?,
+            mn: bytes(24, 64)?.try_into().map_err(|_| EINVAL)?,
+            fr: bytes(64, 72)?.try_into().map_err(|_| EINVAL)?,
+            cntlid: u16::from_le_bytes([raw[78], raw[79]]),
             mdts: raw[77],
             oacs: u16::from_le_bytes([raw[256], raw[257]]),
             nn: u32::from_le_bytes([raw[516], raw[517], raw[518], raw[519]]),

@@ -345,6 +345,11 @@ impl<'a> Passthrough<'a> {
         })
     }
 
+    /// The controller's Identify Controller data, as read at probe.
+    pub(crate) fn identity(&self) -> &IdentifyController {
+        &self.id.0
+    }
+
     /// The controller.
     pub(crate) fn controller(&self) -> &Controller<'a> {
         &self.ctrl

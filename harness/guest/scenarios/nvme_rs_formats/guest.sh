@@ -13,6 +13,17 @@ c2=${c1%n1}n2
 check c-second-disk wait_for 20 test -b "$c2"
 rs1=/dev/rsnvme0n1 rs2=/dev/rsnvme0n2
 
+# The controller's sysfs attributes, as C's (the twins' serial numbers differ: their length is
+# compared, padding included).
+attr_as_c() {
+    rs=$(cat "/sys/class/misc/rsnvme0/$1") c=$(cat "/sys/class/nvme/${c_ctrl#/dev/}/$1")
+    diag "$1: nvme_rs '$rs', C '$c'"
+    if [ "$1" = serial ]; then [ ${#rs} = ${#c} ] && [ -n "$rs" ]; else [ "$rs" = "$c" ]; fi
+}
+for attr in model serial firmware_rev cntlid; do
+    check "attribute-$attr" attr_as_c $attr
+done
+
 # The other namespaces: 4 KiB reads written back at random offsets, until the end or an error.
 (blkio hammer $rs2 30 >/tmp/rs_hammer.out 2>&1) &
 rs_hammer=$!
