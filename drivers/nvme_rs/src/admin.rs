@@ -22,7 +22,7 @@ use crate::regs::Bar0;
 /// Entries of each admin queue.
 pub(crate) const ADMIN_DEPTH: u16 = 32;
 /// The longest a command from user space may take, in milliseconds.
-const MAX_USER_TIMEOUT_MS: i64 = 10 * 60 * 1000;
+pub(crate) const MAX_USER_TIMEOUT_MS: i64 = 10 * 60 * 1000;
 /// The size of every Identify data structure.
 pub(crate) const IDENTIFY_SIZE: usize = 4096;
 

@@ -1050,8 +1050,10 @@ fn prepare<'a>(
 pub(crate) enum UserCompletion {
     /// The controller completed it: its status field (0 for success) and result (DW0, DW1).
     Completed { status: u16, result: u64 },
-    /// It did not reach the controller, or the driver ended it (a dead controller, too many
-    /// resets, a timeout).
+    /// The driver took it from the controller: a reset, a dead controller.
+    Cancelled,
+    /// It did not reach the controller (an unusable namespace, no resources), or a timeout ended
+    /// it.
     Failed,
 }
 
@@ -1065,7 +1067,8 @@ pub(crate) fn execute_user_command(
     timeout_ms: u32,
 ) -> Result<UserCompletion> {
     let mut request = blk::DriverRequest::<Pdu<'_>>::new(disk, to_device)?;
-    request.set_timeout_ms(timeout_ms);
+    // At most as long as an admin command's wait.
+    request.set_timeout_ms(timeout_ms.min(crate::admin::MAX_USER_TIMEOUT_MS as u32));
     {
         // SAFETY: Allocated and not executed: the request, and its data, are this caller's.
         let data = unsafe { (*request.request().pdu()).data() };
@@ -1078,16 +1081,16 @@ pub(crate) fn execute_user_command(
     // SAFETY: As above.
     unsafe { pdu.data() }.user_command = core::ptr::null();
     let nvme_status = pdu.status.load(Ordering::Relaxed);
-    Ok(
-        if pdu.device_done.load(Ordering::Acquire) && nvme_status != command::SC_HOST_ABORTED {
-            UserCompletion::Completed {
-                status: nvme_status,
-                result: pdu.result.load(Ordering::Relaxed),
-            }
-        } else {
-            UserCompletion::Failed
-        },
-    )
+    Ok(if !pdu.device_done.load(Ordering::Acquire) {
+        UserCompletion::Failed
+    } else if nvme_status == command::SC_HOST_ABORTED {
+        UserCompletion::Cancelled
+    } else {
+        UserCompletion::Completed {
+            status: nvme_status,
+            result: pdu.result.load(Ordering::Relaxed),
+        }
+    })
 }
 
 /// Maps the request's data for the device, one mapping for each run of pieces that follow each
@@ -1189,14 +1192,16 @@ unsafe extern "C" fn complete(rq: *mut bindings::request) {
     unsafe { pdu.data() }.release();
     // Sent again: a request a reset took from the controller, and, as C's
     // `nvme_decide_disposition`, one the controller failed without Do Not Retry (an Abort the
-    // controller acted on, a transient error); not a passthrough command, whose caller gets the
-    // status (C marks those fail-fast), nor one the host aborted.
+    // controller acted on, a transient error). Not a passthrough command, which C marks fail-fast:
+    // its caller gets the status, or `EINTR` when a reset took it; nor one the host aborted.
     let status = pdu.status.load(Ordering::Relaxed);
+    let passthrough = rq.op() == Op::Driver;
     let failed_transiently = status != command::SC_SUCCESS
         && status != command::SC_HOST_ABORTED
-        && status & command::STATUS_DNR == 0
-        && rq.op() != Op::Driver;
-    if (pdu.requeue.swap(false, Ordering::Relaxed) || failed_transiently)
+        && status & command::STATUS_DNR == 0;
+    let reset_took_it = pdu.requeue.swap(false, Ordering::Relaxed);
+    if !passthrough
+        && (reset_took_it || failed_transiently)
         && pdu.retries.fetch_add(1, Ordering::Relaxed) < MAX_RETRIES
     {
         rq.requeue();

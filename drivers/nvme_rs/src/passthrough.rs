@@ -471,6 +471,8 @@ impl<'a> Passthrough<'a> {
                 // let go of it (abort, reset, or kill), so the buffer is not in use any more.
                 match io::execute_user_command(disk, &command, to_device, request.timeout_ms)? {
                     UserCompletion::Completed { status, result } => (status, result),
+                    // Taken by a reset, or ended with the controller: C's `EINTR`.
+                    UserCompletion::Cancelled => return Err(EINTR),
                     UserCompletion::Failed => return Err(EIO),
                 }
             }
