@@ -8,6 +8,7 @@ mod dma_local_misuse;
 mod dma_local_selftest;
 mod e1000_rs;
 mod e1000_rs_faults;
+mod e1000_rs_hostile;
 mod e1000_rs_parity;
 mod harness_self_test;
 mod nvme_rs;

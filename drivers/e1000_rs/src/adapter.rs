@@ -30,7 +30,7 @@ use crate::rings::Rings;
 use crate::rx::{RxDone, RxFrames, RxRing};
 use crate::skb::Skb;
 use crate::timer::Timer;
-use crate::tx::{TxProducer, TxRing};
+use crate::tx::{TxProducer, TxRing, TX_RING_MIN};
 use crate::work::Work;
 
 /// How long a frame the poll sent waits in the transmit ring, if no interrupt comes, before the
@@ -150,6 +150,8 @@ pub(crate) struct E1000<'bound> {
     /// counts, a device in a low-power state reads all ones, and one in reset must not be read.
     /// Changed and read under the `hw_stats` lock.
     counting: AtomicBool,
+    /// The driver said that the device does not answer: once per bind is enough.
+    said_unanswering: AtomicBool,
     irq: u32,
     _vectors: compat::IrqVectors<'bound>,
 }
@@ -215,6 +217,7 @@ impl<'bound> E1000<'bound> {
             reset_work <- unsafe { Work::new(reset_work_run) },
             running: AtomicBool::new(false),
             counting: AtomicBool::new(false),
+            said_unanswering: AtomicBool::new(false),
             _vectors: compat::alloc_irq_vectors(bound, 1, 1)?,
             irq: compat::vector_irq(_vectors, 0)?,
             _: {
@@ -258,8 +261,11 @@ impl PinnedDrop for E1000<'_> {
         this.reap_timer.shut_down();
         // SAFETY: Requested in probe with this cookie (type invariant); freed once, here.
         unsafe { bindings::free_irq(this.irq, core::ptr::from_ref(this).cast_mut().cast()) };
-        // No DMA once the driver is gone.
+        // No DMA once the driver is gone: the MAC reset, and no bus master (already cleared by
+        // `ndo_stop` if the interface was up). Devres disables the device once the driver's data
+        // is gone.
         hw::reset(&this.bar);
+        dma_local::stop_bus_master(this.pdev);
     }
 }
 
@@ -276,6 +282,17 @@ unsafe extern "C" fn e1000_irq(
     let e1000 = unsafe { &*cookie.cast::<E1000<'_>>() };
     let cause = hw::interrupt_causes(&e1000.bar);
     if cause == 0 {
+        return irqreturn::IRQ_NONE;
+    }
+    // All ones is no set of causes (ICR's reserved bits read 0): the device did not answer the
+    // read (removed, a bus error, or the `fail_mmio_read` fault). The C driver takes it for
+    // causes, masks and polls. This one disowns the interrupt: whether the device raised it is
+    // unknown (on a shared line another device may have), and polling a device whose registers
+    // read all ones achieves nothing. Should the line keep firing unclaimed, the IRQ core disables
+    // it ("nobody cared"). A device that did answer behind the fault lost its causes to the read,
+    // and raises them again with its next frame.
+    if cause == hw::ALL_ONES {
+        e1000.say_unanswering("ICR", cause);
         return irqreturn::IRQ_NONE;
     }
     if !e1000.running.load(Ordering::Acquire) {
@@ -532,6 +549,11 @@ impl<'bound> E1000<'bound> {
         hw::configure_transmit(bar, tx_base, tx_len);
         let (rx_base, rx_len) = rx.base();
         hw::configure_receive(bar, rx_base, rx_len);
+        // `down` stopped the device's DMA: it may reach memory again now that it holds the new
+        // rings, not while it drops the writes and may hold the old ones' addresses.
+        if self.took_rings(rx_len) {
+            dma_local::resume_bus_master(self.pdev);
+        }
         // SAFETY: `ndo_open` and the adapter's resets run under the RTNL lock.
         let mac = unsafe { self.netdev.hw_addr() };
         hw::program_mac_address(bar, &mac);
@@ -579,7 +601,7 @@ impl<'bound> E1000<'bound> {
         // first, and they are not read again until `start`.
         {
             let mut stats = self.hw_stats.lock();
-            hw::add_statistics(&self.bar, &mut stats);
+            self.sample_statistics(&mut stats);
             self.counting.store(false, Ordering::Relaxed);
         }
         hw::reset(&self.bar);
@@ -588,6 +610,11 @@ impl<'bound> E1000<'bound> {
         // Nothing arms it any more: transmit and the poll have stopped.
         self.reap_timer.disarm_sync();
         self.netdev.set_carrier(false);
+        // The device may not even try to reach the memory about to be freed: the reset stopped a
+        // device that answers, and this stops one that ignored it. `start` lets it again, once it
+        // holds the new rings. (The C driver relies on the reset, and clears Bus Master Enable
+        // only at the end of its remove, with `pci_disable_device`.)
+        dma_local::stop_bus_master(self.pdev);
         // The device no longer owns any descriptor: unmap and free everything.
         // SAFETY: Neither `xmit` nor `poll` runs, nor can start: both were disabled above, which
         // waited for them.
@@ -603,6 +630,11 @@ impl<'bound> E1000<'bound> {
         let mut changed = settings.clone();
         change(&mut changed);
         if self.running.load(Ordering::Acquire) {
+            // A device that does not answer would miss its reset and go on with the rings `down`
+            // frees, should it answer again: they stay (the transmit watchdog asks again).
+            if !self.answers() {
+                return Err(EIO);
+            }
             let rings = self.alloc_rings(&changed)?;
             self.down();
             self.start(rings, &changed);
@@ -614,13 +646,21 @@ impl<'bound> E1000<'bound> {
     /// The interface's statistics, with the registers' sums `hw`.
     fn stats_with(&self, hw: &HwStats) -> Stats {
         let c = &self.counters;
-        let length_errors = c.rx_length_errors.get() + hw.all_length_errors();
+        // Sums of wrapping counters wrap too.
+        let length_errors = c
+            .rx_length_errors
+            .get()
+            .wrapping_add(hw.all_length_errors());
         Stats {
             rx_packets: c.rx_packets.get(),
             rx_bytes: c.rx_bytes.get(),
             tx_packets: c.tx_packets.get(),
             tx_bytes: c.tx_bytes.get(),
-            rx_errors: c.rx_errors.get() + hw.crc_errors + hw.all_length_errors(),
+            rx_errors: c
+                .rx_errors
+                .get()
+                .wrapping_add(hw.crc_errors)
+                .wrapping_add(hw.all_length_errors()),
             rx_dropped: c.rx_dropped.get(),
             tx_dropped: c.tx_dropped.get(),
             rx_length_errors: length_errors,
@@ -633,13 +673,72 @@ impl<'bound> E1000<'bound> {
     fn hw_stats(&self) -> HwStats {
         let mut stats = self.hw_stats.lock();
         if self.counting.load(Ordering::Relaxed) {
-            hw::add_statistics(&self.bar, &mut stats);
+            self.sample_statistics(&mut stats);
         }
         *stats
+    }
+
+    /// Adds the statistics registers to `stats`, unless the device does not answer: not while
+    /// the PCI core recovers its channel from an error (as the C driver), nor when a register
+    /// reads all ones. Under the `hw_stats` lock.
+    fn sample_statistics(&self, stats: &mut HwStats) {
+        if self.channel_offline() {
+            return;
+        }
+        if !hw::add_statistics(&self.bar, stats) {
+            self.say_unanswering("a statistics register", hw::ALL_ONES);
+        }
     }
 }
 
 impl E1000<'_> {
+    /// Says, once per bind, that `register` read `value`: the device does not answer. The driver
+    /// goes on without the statistics samples and interrupts that read all ones, and without
+    /// resets and DMA while its registers do not read back (see `answers`).
+    fn say_unanswering(&self, register: &str, value: u32) {
+        if !self.said_unanswering.swap(true, Ordering::Relaxed) {
+            dev_warn!(
+                self.pdev,
+                "{} reads {:#010x}: the device does not answer (removed, disabled, or a bus \
+                 error)\n",
+                register,
+                value
+            );
+        }
+    }
+
+    /// Whether the device answers register reads (`hw::check_answers`). One that does not
+    /// (removed, its Memory Space disabled, a bus error) drops every write, its reset included,
+    /// and may hold the addresses of rings the driver would free, for when it answers again.
+    fn answers(&self) -> bool {
+        hw::check_answers(&self.bar)
+            .inspect_err(|value| self.say_unanswering("EECD", *value))
+            .is_ok()
+    }
+
+    /// Whether the device took the receive ring's address: it reads back RDLEN as `start` wrote
+    /// it, `len` bytes.
+    fn took_rings(&self, len: usize) -> bool {
+        let rdlen = hw::receive_ring_len(&self.bar);
+        let took = rdlen as usize == len;
+        if !took {
+            self.say_unanswering("RDLEN", rdlen);
+        }
+        took
+    }
+
+    /// Whether the PCI core took the device's channel offline to recover from an error
+    /// (`pci_channel_offline`): its registers must not be read meanwhile.
+    fn channel_offline(&self) -> bool {
+        // `pci::Device` is transparent over `Opaque<pci_dev>`, itself transparent over the C
+        // struct (as `dma_local` relies on too).
+        let pdev = core::ptr::from_ref::<pci::Device<Bound>>(self.pdev).cast::<bindings::pci_dev>();
+        // SAFETY: The bound device's `pci_dev` lives as long as `pdev`. The PCI core changes the
+        // field while it recovers from an error: read once, volatile, as C reads it (plainly).
+        let state = unsafe { core::ptr::addr_of!((*pdev).error_state).read_volatile() };
+        state != bindings::pci_channel_io_normal
+    }
+
     fn update_carrier(&self) {
         let up = hw::link_up(&self.bar);
         if up != self.netdev.carrier_ok() {
@@ -794,7 +893,11 @@ const ETHTOOL_STATS: [(&core::ffi::CStr, StatSource); 22] = [
     (c"rx_missed_errors", |s| s.hw.missed),
     (c"tx_timeout_count", |s| s.counters.tx_timeouts.get()),
     (c"tx_restart_queue", |s| {
-        s.counters.tx_restarts_xmit.get() + s.counters.tx_restarts_poll.get()
+        let restarts = &s.counters;
+        restarts
+            .tx_restarts_xmit
+            .get()
+            .wrapping_add(restarts.tx_restarts_poll.get())
     }),
     (c"rx_long_length_errors", |s| s.hw.oversize),
     (c"rx_short_length_errors", |s| s.hw.undersize),
@@ -857,7 +960,7 @@ impl Ethtool for E1000<'_> {
     }
 
     fn set_ring_sizes(&self, rx: u32, tx: u32) -> Result {
-        let (rx, tx) = (RingSize::new(rx)?, RingSize::new(tx)?);
+        let (rx, tx) = (RingSize::new(rx)?, RingSize::at_least(tx, TX_RING_MIN)?);
         self.rebuild(|settings| {
             settings.rx_ring = rx;
             settings.tx_ring = tx;

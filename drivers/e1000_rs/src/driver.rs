@@ -37,10 +37,8 @@ use adapter::E1000;
 #[rustfmt::skip]
 macro_rules! declare_module {
     ($flag:ident, $off:tt) => {
-        // The PCI driver with sleep and shutdown callbacks (`compat::pm`).
-        kernel::module_driver! {
-            <T>, compat::pm::Adapter<T>, {
-            type: E1000Driver,
+        kernel::prelude::module! {
+            type: E1000Module,
             name: "e1000_rs",
             authors: ["rust-dma-drivers"],
             description: "Intel 82540EM (QEMU e1000) Ethernet driver in Rust",
@@ -57,7 +55,7 @@ macro_rules! declare_module {
                         instead of mapping the socket buffers (default)",
                 },
             },
-        }}
+        }
     };
 }
 #[cfg(not(kernel_before_7_3))]
@@ -70,6 +68,30 @@ compat::pci_device_table!(
     <E1000Driver as pci::Driver>::IdInfo,
     [(pci::DeviceId::from_id(pci::Vendor::INTEL, 0x100e), ())]
 );
+
+/// The module: the PCI driver, with sleep and shutdown callbacks (`compat::pm`; what
+/// `kernel::module_driver!` would make, with `pci::Adapter`), and the `fail_mmio_read` fault
+/// attribute (`hw.rs`).
+#[pin_data]
+struct E1000Module {
+    // Dropped first (declared first): every device is unbound before the attribute goes.
+    #[pin]
+    _driver: kernel::driver::Registration<compat::pm::Adapter<E1000Driver>>,
+    _mmio_read_fault: hw::MmioReadFault,
+}
+
+impl kernel::InPlaceModule for E1000Module {
+    fn init(module: &'static kernel::ThisModule) -> impl PinInit<Self, Error> {
+        // In this order: a probe may meet the fault already.
+        try_pin_init!(Self {
+            _mmio_read_fault: hw::MmioReadFault::create(),
+            _driver <- kernel::driver::Registration::new(
+                <Self as kernel::ModuleMetadata>::NAME,
+                module,
+            ),
+        })
+    }
+}
 
 struct E1000Driver;
 

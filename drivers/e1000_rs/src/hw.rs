@@ -35,8 +35,8 @@ pub(crate) struct HwStats {
     pub(crate) missed: u64,
     /// Collision Count.
     pub(crate) collisions: u64,
-    /// Receive Length Error Count, Receive Undersize Count, Receive Oversize Count.
-    pub(crate) length_errors: u64,
+    /// Receive Undersize Count, Receive Oversize Count. Not the Receive Length Error Count, which
+    /// counts the same frames (the C driver leaves it too).
     pub(crate) undersize: u64,
     pub(crate) oversize: u64,
     /// Receive No Buffers Count: no free receive descriptor.
@@ -58,40 +58,156 @@ pub(crate) struct HwStats {
 }
 
 impl HwStats {
-    /// Every receive length error: RLEC, RUC and ROC.
+    /// The receive length errors, as the C driver counts them: RUC and ROC (RLEC counts the same
+    /// frames once more).
     pub(crate) fn all_length_errors(&self) -> u64 {
-        self.length_errors + self.undersize + self.oversize
+        self.undersize.wrapping_add(self.oversize)
+    }
+
+    /// Adds `sample` to the sums. They wrap, as the C driver's: they count for as long as the
+    /// driver is bound, and a sum is no reason to panic.
+    fn add(&mut self, sample: &HwStats) {
+        let sums = [
+            (&mut self.crc_errors, sample.crc_errors),
+            (&mut self.missed, sample.missed),
+            (&mut self.collisions, sample.collisions),
+            (&mut self.undersize, sample.undersize),
+            (&mut self.oversize, sample.oversize),
+            (&mut self.no_buffer, sample.no_buffer),
+            (&mut self.rx_packets, sample.rx_packets),
+            (&mut self.tx_packets, sample.tx_packets),
+            (&mut self.rx_bytes, sample.rx_bytes),
+            (&mut self.tx_bytes, sample.tx_bytes),
+            (&mut self.rx_broadcast, sample.rx_broadcast),
+            (&mut self.tx_broadcast, sample.tx_broadcast),
+            (&mut self.rx_multicast, sample.rx_multicast),
+            (&mut self.tx_multicast, sample.tx_multicast),
+            (&mut self.tso_contexts, sample.tso_contexts),
+            (&mut self.tso_failed, sample.tso_failed),
+        ];
+        for (sum, value) in sums {
+            *sum = sum.wrapping_add(value);
+        }
     }
 }
 
-/// Adds the statistics registers, which clear on read, to `stats`.
-pub(crate) fn add_statistics(bar: &Bar0<'_>, stats: &mut HwStats) {
-    let read = |offset| u64::from(bar.read32(offset));
-    stats.crc_errors += read(regs::CRCERRS);
-    stats.missed += read(regs::MPC);
-    stats.collisions += read(regs::COLC);
-    stats.length_errors += read(regs::RLEC);
-    stats.undersize += read(regs::RUC);
-    stats.oversize += read(regs::ROC);
-    stats.no_buffer += read(regs::RNBC);
-    stats.rx_packets += read(regs::GPRC);
-    stats.tx_packets += read(regs::GPTC);
-    // The low half first: reading the high half clears both.
-    stats.rx_bytes += read(regs::GORCL) | read(regs::GORCH) << 32;
-    stats.tx_bytes += read(regs::GOTCL) | read(regs::GOTCH) << 32;
-    stats.rx_broadcast += read(regs::BPRC);
-    stats.tx_broadcast += read(regs::BPTC);
-    stats.rx_multicast += read(regs::MPRC);
-    stats.tx_multicast += read(regs::MPTC);
-    stats.tso_contexts += read(regs::TSCTC);
-    stats.tso_failed += read(regs::TSCTFC);
+/// What a register reads when the device does not answer: removed, behind a bus error or a reset,
+/// or with the `fail_mmio_read` fault firing. No register the driver reads holds it otherwise
+/// (ICR's and STATUS's reserved bits read 0, and a statistics register would need 2^32 events
+/// between two reads).
+pub(crate) const ALL_ONES: u32 = u32::MAX;
+
+/// Adds the statistics registers, which clear on read, to `stats`; returns `false` and adds nothing
+/// when one of them read all ones: the device did not answer, and every value of the sample is
+/// suspect (the C driver skips a sample while the PCI channel is offline).
+pub(crate) fn add_statistics(bar: &Bar0<'_>, stats: &mut HwStats) -> bool {
+    let mut answered = true;
+    let mut read = |offset| {
+        let value = read32(bar, offset);
+        answered &= value != ALL_ONES;
+        u64::from(value)
+    };
+    // Read in the order written (a struct expression evaluates its fields in order): each
+    // octet count's low half before its high half, whose read clears both.
+    let sample = HwStats {
+        crc_errors: read(regs::CRCERRS),
+        missed: read(regs::MPC),
+        collisions: read(regs::COLC),
+        undersize: read(regs::RUC),
+        oversize: read(regs::ROC),
+        no_buffer: read(regs::RNBC),
+        rx_packets: read(regs::GPRC),
+        tx_packets: read(regs::GPTC),
+        rx_bytes: read(regs::GORCL) | read(regs::GORCH) << 32,
+        tx_bytes: read(regs::GOTCL) | read(regs::GOTCH) << 32,
+        rx_broadcast: read(regs::BPRC),
+        tx_broadcast: read(regs::BPTC),
+        rx_multicast: read(regs::MPRC),
+        tx_multicast: read(regs::MPTC),
+        tso_contexts: read(regs::TSCTC),
+        tso_failed: read(regs::TSCTFC),
+    };
+    if answered {
+        stats.add(&sample);
+    }
+    answered
+}
+
+/// Reads a register. With the `fail_mmio_read` fault (`netdev_shim.c`) firing, the read still
+/// reaches the device (a read-to-clear register clears) and then returns all ones, as a device
+/// gone from the bus reads. Inlined, so that the offset stays a constant whose range is checked
+/// at build time.
+#[inline(always)]
+fn read32(bar: &Bar0<'_>, offset: usize) -> u32 {
+    let value = bar.read32(offset);
+    if mmio_read_fails() {
+        ALL_ONES
+    } else {
+        value
+    }
+}
+
+extern "C" {
+    fn e1000_rs_fault_init();
+    fn e1000_rs_fault_exit();
+    #[cfg(CONFIG_FAULT_INJECTION_DEBUG_FS)]
+    fn e1000_rs_fail_mmio_read() -> bool;
+}
+
+/// Whether the `fail_mmio_read` fault fires for this read.
+#[cfg(CONFIG_FAULT_INJECTION_DEBUG_FS)]
+#[inline(always)]
+fn mmio_read_fails() -> bool {
+    // SAFETY: No preconditions; from any context.
+    unsafe { e1000_rs_fail_mmio_read() }
+}
+
+/// Without the kernel's fault injection there is nothing to ask, and no call on the register
+/// paths.
+#[cfg(not(CONFIG_FAULT_INJECTION_DEBUG_FS))]
+#[inline(always)]
+fn mmio_read_fails() -> bool {
+    false
+}
+
+/// The `fail_mmio_read` fault attribute in debugfs (`e1000_rs/fail_mmio_read`), from module init
+/// to module exit; nothing without the kernel's fault injection.
+pub(crate) struct MmioReadFault(());
+
+impl MmioReadFault {
+    pub(crate) fn create() -> Self {
+        // SAFETY: Called once, at module init: the attribute's debugfs files do not exist yet.
+        unsafe { e1000_rs_fault_init() };
+        Self(())
+    }
+}
+
+impl Drop for MmioReadFault {
+    fn drop(&mut self) {
+        // SAFETY: Created once (`create`), removed once, here.
+        unsafe { e1000_rs_fault_exit() };
+    }
+}
+
+/// Changes a register with `change` by reading it and writing it back, unless it reads all ones:
+/// written back, every other bit would be set too, CTRL's device and PHY resets among them.
+#[inline(always)]
+fn modify32(bar: &Bar0<'_>, offset: usize, change: impl FnOnce(u32) -> u32) {
+    let value = read32(bar, offset);
+    if value == ALL_ONES {
+        return;
+    }
+    let changed = change(value);
+    if changed != value {
+        bar.write32(changed, offset);
+    }
 }
 
 /// The link's speed in Mb/s and duplex as the MAC resolved them (STATUS.SPEED, STATUS.FD), while
 /// it is up.
 pub(crate) fn link_speed_duplex(bar: &Bar0<'_>) -> Option<(u32, bool)> {
-    let status = bar.read32(regs::STATUS);
-    if status & regs::STATUS_LU == 0 {
+    let status = read32(bar, regs::STATUS);
+    if status & regs::STATUS_LU == 0 || status == ALL_ONES {
         return None;
     }
     let speed = match (status & regs::STATUS_SPEED_MASK) >> regs::STATUS_SPEED_SHIFT {
@@ -108,16 +224,21 @@ pub(crate) fn reset(bar: &Bar0<'_>) {
     bar.write32(u32::MAX, regs::IMC);
     bar.write32(0, regs::RCTL);
     bar.write32(0, regs::TCTL);
-    let _ = bar.read32(regs::STATUS);
+    let _ = read32(bar, regs::STATUS);
     fsleep(Delta::from_millis(10));
-    bar.write32(bar.read32(regs::CTRL) | regs::CTRL_RST, regs::CTRL);
+    // The other bits as they are, unless CTRL reads all ones (see `modify32`): the reset reloads
+    // them.
+    let ctrl = match read32(bar, regs::CTRL) {
+        ALL_ONES => 0,
+        ctrl => ctrl,
+    };
+    bar.write32(ctrl | regs::CTRL_RST, regs::CTRL);
     fsleep(Delta::from_millis(10));
     bar.write32(u32::MAX, regs::IMC);
-    let _ = bar.read32(regs::ICR);
-    bar.write32(
-        bar.read32(regs::CTRL) | regs::CTRL_SLU | regs::CTRL_ASDE,
-        regs::CTRL,
-    );
+    let _ = read32(bar, regs::ICR);
+    modify32(bar, regs::CTRL, |ctrl| {
+        ctrl | regs::CTRL_SLU | regs::CTRL_ASDE
+    });
     // The reset leaves the secondary addresses (QEMU's model) or undefined ones (the chip).
     clear_receive_addresses(bar, 1);
 }
@@ -129,7 +250,7 @@ fn read_eeprom(bar: &Bar0<'_>, word: u32) -> Result<u16> {
         regs::EERD,
     );
     let eerd = read_poll_timeout(
-        || Ok(bar.read32(regs::EERD)),
+        || Ok(read32(bar, regs::EERD)),
         |eerd| eerd & regs::EERD_DONE != 0,
         Delta::from_micros(5),
         Delta::from_millis(5),
@@ -151,9 +272,10 @@ pub(crate) fn read_mac_address(bar: &Bar0<'_>) -> Result<MacAddress> {
     Ok(mac)
 }
 
-/// Whether the link is up (STATUS.LU).
+/// Whether the link is up (STATUS.LU); not while the device does not answer.
 pub(crate) fn link_up(bar: &Bar0<'_>) -> bool {
-    bar.read32(regs::STATUS) & regs::STATUS_LU != 0
+    let status = read32(bar, regs::STATUS);
+    status & regs::STATUS_LU != 0 && status != ALL_ONES
 }
 
 /// Points the transmitter at an empty ring at `base`, `len` bytes, with the copper inter-packet
@@ -164,6 +286,22 @@ pub(crate) fn configure_transmit(bar: &Bar0<'_>, base: DmaAddress, len: usize) {
     bar.write32(0, regs::TDT);
     bar.write32(regs::TIPG_COPPER, regs::TIPG);
     bar.write32(TIDV_DEFAULT, regs::TIDV);
+}
+
+/// Whether the device answers register reads: EECD shows the EEPROM that probe read the Ethernet
+/// address from as present (EE_PRES). One that does not answer reads 0 (QEMU's, its Memory Space
+/// disabled) or all ones (gone from the bus); `Err` holds what EECD read.
+pub(crate) fn check_answers(bar: &Bar0<'_>) -> core::result::Result<(), u32> {
+    match read32(bar, regs::EECD) {
+        ALL_ONES => Err(ALL_ONES),
+        eecd if eecd & regs::EECD_PRES == 0 => Err(eecd),
+        _ => Ok(()),
+    }
+}
+
+/// The receive ring's length in bytes as the device holds it (RDLEN).
+pub(crate) fn receive_ring_len(bar: &Bar0<'_>) -> u32 {
+    read32(bar, regs::RDLEN)
 }
 
 /// Points the receiver at the ring at `base`, `len` bytes, head 0, without a receive delay.
@@ -192,7 +330,7 @@ pub(crate) fn start(bar: &Bar0<'_>, rx_tail: usize, filter: &ReceiveFilter, long
     set_rx_tail(bar, rx_tail);
     // Stale causes go before the receiver starts: a frame's RXT0 from then on stays latched (all
     // masked) until interrupts are unmasked.
-    let _ = bar.read32(regs::ICR);
+    let _ = read32(bar, regs::ICR);
     // The reset cleared the other entries.
     for (entry, address) in (1..).zip(filter.addresses()) {
         write_receive_address(bar, entry, Some(address));
@@ -223,10 +361,11 @@ pub(crate) fn set_rx_tail(bar: &Bar0<'_>, tail: usize) {
     bar.write32(tail as u32, regs::RDT);
 }
 
-/// Reads and clears the interrupt causes (ICR); 0 when the device raised none.
+/// Reads and clears the interrupt causes (ICR); 0 when the device raised none, [`ALL_ONES`] when
+/// it did not answer.
 #[inline]
 pub(crate) fn interrupt_causes(bar: &Bar0<'_>) -> u32 {
-    bar.read32(regs::ICR)
+    read32(bar, regs::ICR)
 }
 
 /// Masks every interrupt, and has the device see it before this returns: the write is posted,
@@ -234,7 +373,7 @@ pub(crate) fn interrupt_causes(bar: &Bar0<'_>) -> u32 {
 #[inline]
 pub(crate) fn mask_interrupts(bar: &Bar0<'_>) {
     bar.write32(u32::MAX, regs::IMC);
-    let _ = bar.read32(regs::STATUS);
+    let _ = read32(bar, regs::STATUS);
 }
 
 /// Unmasks the interrupt `causes` (IMS).
@@ -389,22 +528,20 @@ const _: () = assert!(regs::VFTA + 4 * regs::VFTA_ENTRIES <= regs::BAR0_SIZE);
 /// Writes RCTL for `filter` if it changed.
 fn update_rctl(bar: &Bar0<'_>, filter: &ReceiveFilter, long_packets: bool) {
     let rctl = filter.rctl(long_packets);
-    if bar.read32(regs::RCTL) != rctl {
+    if read32(bar, regs::RCTL) != rctl {
         bar.write32(rctl, regs::RCTL);
     }
 }
 
 /// Turns the MAC's tag stripping and insertion (CTRL.VME) on or off.
 pub(crate) fn set_vlan_stripping(bar: &Bar0<'_>, on: bool) {
-    let ctrl = bar.read32(regs::CTRL);
-    let changed = if on {
-        ctrl | regs::CTRL_VME
-    } else {
-        ctrl & !regs::CTRL_VME
-    };
-    if changed != ctrl {
-        bar.write32(changed, regs::CTRL);
-    }
+    modify32(bar, regs::CTRL, |ctrl| {
+        if on {
+            ctrl | regs::CTRL_VME
+        } else {
+            ctrl & !regs::CTRL_VME
+        }
+    });
 }
 
 /// Writes the whole Multicast Table Array.

@@ -5,7 +5,9 @@
  * kernel's bindings do not declare. Also the net_device_ops and ethtool_ops tables, whose callbacks
  * are all in Rust, and two offsets into structures bindgen leaves opaque. No driver logic lives here.
  */
+#include <linux/debugfs.h>
 #include <linux/etherdevice.h>
+#include <linux/fault-inject.h>
 #include <linux/if_vlan.h>
 #include <linux/netdevice.h>
 #include <linux/rtnetlink.h>
@@ -380,3 +382,49 @@ bool e1000_rs_work_schedule(struct work_struct *work)
 {
 	return queue_work(system_dfl_wq, work);
 }
+
+#ifdef CONFIG_FAULT_INJECTION_DEBUG_FS
+/*
+ * fail_mmio_read (Documentation/fault-injection): while it fires, a register read returns all ones
+ * once it has reached the device, as a device gone from the bus reads. Its knobs are in
+ * /sys/kernel/debug/e1000_rs/fail_mmio_read/ from module init to module exit.
+ */
+static DECLARE_FAULT_ATTR(fail_mmio_read);
+static struct dentry *e1000_rs_debugfs;
+
+void e1000_rs_fault_init(void)
+{
+	/* debugfs failures are not the module's: an error parent makes the attribute fail too. */
+	e1000_rs_debugfs = debugfs_create_dir("e1000_rs", NULL);
+	fault_create_debugfs_attr("fail_mmio_read", e1000_rs_debugfs, &fail_mmio_read);
+}
+
+void e1000_rs_fault_exit(void)
+{
+	debugfs_remove_recursive(e1000_rs_debugfs);
+}
+
+bool e1000_rs_fail_mmio_read(void)
+{
+	/*
+	 * Off (probability 0), the reads are no fault point at all: not even for fail-nth, which
+	 * should_fail() would otherwise count them for in a task that set it.
+	 */
+	if (likely(!READ_ONCE(fail_mmio_read.probability)))
+		return false;
+	return should_fail(&fail_mmio_read, sizeof(u32));
+}
+#else
+void e1000_rs_fault_init(void)
+{
+}
+
+void e1000_rs_fault_exit(void)
+{
+}
+
+bool e1000_rs_fail_mmio_read(void)
+{
+	return false;
+}
+#endif

@@ -118,4 +118,9 @@ void e1000_rs_timer_arm(struct timer_list *timer, unsigned int ms);
 void e1000_rs_work_init(struct work_struct *work, void (*run)(struct work_struct *));
 bool e1000_rs_work_schedule(struct work_struct *work);
 
+/* The fail_mmio_read fault attribute of src/hw.rs; stubs without CONFIG_FAULT_INJECTION_DEBUG_FS. */
+void e1000_rs_fault_init(void);
+void e1000_rs_fault_exit(void);
+bool e1000_rs_fail_mmio_read(void);
+
 #endif /* E1000_RS_NETDEV_SHIM_H */

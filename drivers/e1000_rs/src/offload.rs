@@ -123,10 +123,9 @@ impl Offload {
     pub(crate) fn wire(&self, len: u32) -> Done {
         match self {
             Self::Tso(context) => {
-                let segments = context
-                    .paylen()
-                    .div_ceil(u32::from(context.mss.get()))
-                    .max(1);
+                // Not 0 (a segmentation skb has an MSS): no division by zero to panic on.
+                let mss = u32::from(context.mss.get()).max(1);
+                let segments = context.paylen().div_ceil(mss).max(1);
                 Done {
                     packets: u64::from(segments),
                     bytes: u64::from(len) + u64::from(segments - 1) * u64::from(context.hdrlen),

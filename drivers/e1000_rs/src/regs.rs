@@ -13,6 +13,9 @@ pub(crate) const STATUS: usize = 0x0008;
 /// VLAN Ether Type: the tag protocol identifier the MAC recognises and inserts.
 pub(crate) const VET: usize = 0x0038;
 pub(crate) const VET_8021Q: u32 = 0x8100;
+/// EEPROM/Flash Control and Data, and its EEPROM Present bit.
+pub(crate) const EECD: usize = 0x0010;
+pub(crate) const EECD_PRES: u32 = 1 << 8;
 /// EEPROM Read.
 pub(crate) const EERD: usize = 0x0014;
 /// Interrupt Cause Read (read to clear).
@@ -57,15 +60,14 @@ pub(crate) const RAL0: usize = 0x5400;
 pub(crate) const RAH0: usize = 0x5404;
 pub(crate) const RAR_ENTRIES: usize = 15;
 
-/// Statistics (clear on read): CRC Error Count, Missed Packets Count, Collision Count, Receive
-/// Length Error Count, Good Packets Received and Transmitted, Broadcast and Multicast Packets
+/// Statistics (clear on read): CRC Error Count, Missed Packets Count, Collision Count, Good Packets
+/// Received and Transmitted, Broadcast and Multicast Packets
 /// Received, Good Octets Received and Transmitted (low and high halves), Receive No Buffers Count,
 /// Receive Undersize Count, Receive Oversize Count, Multicast and Broadcast Packets Transmitted,
 /// TCP Segmentation Context Transmitted and Transmit Fail.
 pub(crate) const CRCERRS: usize = 0x4000;
 pub(crate) const MPC: usize = 0x4010;
 pub(crate) const COLC: usize = 0x4028;
-pub(crate) const RLEC: usize = 0x4040;
 pub(crate) const GPRC: usize = 0x4074;
 pub(crate) const BPRC: usize = 0x4078;
 pub(crate) const MPRC: usize = 0x407c;
@@ -146,6 +148,17 @@ pub(crate) const TIPG_COPPER: u32 = 10 | (8 << 10) | (6 << 20);
 
 /// RAH: Address Valid.
 pub(crate) const RAH_AV: u32 = 1 << 31;
+
+/// Receive descriptor errors that make a frame bad: CRC or Alignment Error, Symbol Error,
+/// Sequence Error, Carrier Extension Error, RX Data Error (the C driver's
+/// `E1000_RXD_ERR_FRAME_ERR_MASK`). Not the IP and TCP/UDP Checksum Errors (bits 6 and 5), which
+/// leave the checksum to the stack.
+pub(crate) const RX_ERR_FRAME: u8 = RX_ERR_CE | RX_ERR_SE | RX_ERR_SEQ | RX_ERR_CXE | RX_ERR_RXE;
+pub(crate) const RX_ERR_CE: u8 = 1 << 0;
+pub(crate) const RX_ERR_SE: u8 = 1 << 1;
+pub(crate) const RX_ERR_SEQ: u8 = 1 << 2;
+pub(crate) const RX_ERR_CXE: u8 = 1 << 4;
+pub(crate) const RX_ERR_RXE: u8 = 1 << 7;
 
 /// Descriptor status: Descriptor Done, End Of Packet.
 pub(crate) const DESC_STATUS_DD: u8 = 1 << 0;

@@ -34,11 +34,18 @@ impl RingSize {
     /// least is raised to it. A count above the most is refused (the ethtool core refuses it first,
     /// with the most that `ethtool -g` reports).
     pub(crate) fn new(count: u32) -> Result<Self> {
+        Self::at_least(count, Self::MIN)
+    }
+
+    /// As [`RingSize::new`], for a ring that needs at least `min` descriptors (from `MIN` to
+    /// `MAX`).
+    pub(crate) fn at_least(count: u32, min: u32) -> Result<Self> {
         if count > Self::MAX {
             return Err(EINVAL);
         }
+        let min = min.clamp(Self::MIN, Self::MAX);
         // INVARIANT: at least `MIN`, at most `MAX` (both multiples of 8) once rounded up.
-        Ok(Self(count.max(Self::MIN).next_multiple_of(8) as usize))
+        Ok(Self(count.max(min).next_multiple_of(8) as usize))
     }
 
     /// The number of descriptors.

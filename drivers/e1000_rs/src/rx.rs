@@ -242,7 +242,10 @@ impl<'a> RxRing<'a> {
                 self.discarding = !end_of_packet;
                 self.recycle(i);
                 None
-            } else if errors != 0 {
+            } else if errors & regs::RX_ERR_FRAME != 0 {
+                // A damaged frame. A checksum error (IPE, TCPE) is not one: the frame is
+                // delivered, and the stack checks its checksum (the driver never marks one
+                // checked by the device).
                 done.errors += 1;
                 self.drop_frame(i, end_of_packet);
                 None
@@ -386,8 +389,12 @@ impl RxRing<'_> {
             || length > self.piece_len
             || total > self.frames.max_len
             || (end_of_packet && total < ETH_HLEN)
+            || (self.partial.is_none() && length < ETH_HLEN)
         {
-            // Long frames when long packets are off are the device's fault.
+            // Long frames when long packets are off are the device's fault, as is a first buffer
+            // shorter than an Ethernet header (the device fills a buffer before the next): a
+            // mapped one becomes the skb's head, from which `eth_type_trans` pulls the header,
+            // and BUGs when the head holds less.
             done.length_errors += 1;
             self.drop_frame(i, end_of_packet);
             return None;

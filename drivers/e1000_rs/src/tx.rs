@@ -15,6 +15,7 @@ use core::{
 };
 
 use kernel::{
+    bindings,
     device::{Bound, Device},
     prelude::*,
 };
@@ -27,11 +28,32 @@ use crate::regs;
 use crate::ring::{CopyBuffers, Done, RingSize};
 use crate::skb::Skb;
 
-/// The queue is stopped when fewer descriptors than this are free, enough for the largest frame (a
-/// context, 64 KiB in 4 KiB pieces, and a piece more for each of up to 17 fragments and the linear
-/// part), and woken at twice that, or on the smallest rings once they are empty.
-const TX_STOP_THRESHOLD: usize = 1 + 16 + 18;
-const _: () = assert!(TX_STOP_THRESHOLD < RingSize::MIN as usize);
+/// The longest skb the stack hands over: 64 KiB, its segmentation limit (`GSO_LEGACY_MAX_SIZE`,
+/// which the driver does not raise).
+const MAX_SKB_LEN: usize = 64 * 1024;
+/// The most descriptors a frame takes: a context, and its pieces (the linear part and up to
+/// `MAX_SKB_FRAGS` page fragments, 17 by default and up to 45 as the kernel is configured) in
+/// [`MAX_DATA_PER_DESC`] chunks, each piece at most one chunk more than its bytes fill. The C
+/// driver's `MAX_SKB_FRAGS + 7` (`desc_needed`) is alike, with descriptors for errata of other
+/// controllers.
+const MAX_FRAME_DESCS: usize =
+    1 + MAX_SKB_LEN / MAX_DATA_PER_DESC + (bindings::MAX_SKB_FRAGS as usize + 1);
+/// The queue is stopped when fewer descriptors than this are free, enough for the largest frame,
+/// and woken at twice that, or on the smallest rings once they are empty.
+const TX_STOP_THRESHOLD: usize = MAX_FRAME_DESCS;
+/// The least transmit ring: the largest frame fits with the descriptor that stays unused, so that
+/// a frame stopped for room always goes once the ring empties (`ethtool -G` raises a smaller count
+/// to it).
+pub(crate) const TX_RING_MIN: u32 = {
+    let fits = (TX_STOP_THRESHOLD as u32 + 1).next_multiple_of(8);
+    if fits > RingSize::MIN {
+        fits
+    } else {
+        RingSize::MIN
+    }
+};
+const _: () = assert!(TX_STOP_THRESHOLD < TX_RING_MIN as usize);
+const _: () = assert!(TX_RING_MIN <= RingSize::MAX);
 /// A frame on the transmit ring, recorded at its first descriptor.
 struct TxPacket {
     skb: Skb,
@@ -236,11 +258,14 @@ impl<'a> TxProducer<'_, 'a> {
         for p in 0..=frags {
             data_descs += (piece_len(p) as usize).div_ceil(MAX_DATA_PER_DESC);
         }
-        if data_descs == 0 {
+        let needed = data_descs + usize::from(context.is_some());
+        // Not even an empty ring holds it (not with a ring of `TX_RING_MIN` or more): dropped and
+        // counted, not handed back to be retried for ever.
+        if data_descs == 0 || needed >= self.ring.size.get() {
             return Ok(false);
         }
         // From here on, the descriptors `[start, start + needed)` are free: the producer's.
-        if self.free() < data_descs + usize::from(context.is_some()) {
+        if self.free() < needed {
             return Err(skb);
         }
 
