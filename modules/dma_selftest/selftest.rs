@@ -483,7 +483,7 @@ fn run_all(dev: &Device<Bound>, report: &mut Report) {
         table.write(0, &pattern)?;
         expect_err(table.write(3 * PAGE_SIZE - 1, &[0, 0]), EINVAL)?;
         // Memory not made shared with the host is refused, and the table comes back.
-        let mut table = match table.map(dev, Direction::ToDevice, Attrs::CC_SHARED) {
+        let table = match table.map(dev, Direction::ToDevice, Attrs::CC_SHARED) {
             Err((e, table)) if e == EINVAL => table,
             _ => return Err(EBADE),
         };

@@ -30,6 +30,8 @@ extern "C" {
     ) -> *mut c_void;
     fn nvme_rs_fops() -> *const c_void;
     fn nvme_rs_limits_start_update(q: *mut c_void) -> bindings::queue_limits;
+    fn nvme_rs_noio_save() -> c_uint;
+    fn nvme_rs_noio_restore(flags: c_uint);
     fn nvme_rs_should_fake_timeout(q: *mut c_void) -> bool;
     fn nvme_rs_tag_to_rq(tags: *mut c_void, tag: c_uint) -> *mut c_void;
     fn nvme_rs_page_address(page: *mut c_void) -> *mut c_void;
@@ -660,6 +662,10 @@ impl DiskConfig<'_> {
     fn apply_to(&self, lim: &mut bindings::queue_limits) {
         lim.logical_block_size = self.logical_block_size;
         lim.physical_block_size = self.logical_block_size;
+        // The block layer's defaults, from the block size: it only raises what it finds (after a
+        // format to smaller blocks, the old size would stay).
+        lim.io_min = 0;
+        lim.io_opt = 0;
         lim.max_hw_sectors = self.max_hw_sectors;
         lim.max_segments = self.max_segments;
         lim.virt_boundary_mask = self.virt_boundary_mask as kernel::ffi::c_ulong;
@@ -691,6 +697,33 @@ impl DiskConfig<'_> {
             lim.max_discard_segments = self.max_discard_segments;
             lim.discard_granularity = self.discard_granularity;
         }
+    }
+}
+
+/// A scope in which the task's allocations do no I/O (`memalloc_noio_save`), as while it holds a
+/// queue frozen: reclaim writing to that queue would wait for the task. Ends when dropped, in the
+/// task that began it (it is not `Send`).
+pub(crate) struct NoIo {
+    flags: c_uint,
+    _task_bound: PhantomData<*mut ()>,
+}
+
+impl NoIo {
+    /// Begins the scope.
+    pub(crate) fn begin() -> Self {
+        // SAFETY: Saves and sets a flag of the current task; restored in `drop`, in this task.
+        let flags = unsafe { nvme_rs_noio_save() };
+        Self {
+            flags,
+            _task_bound: PhantomData,
+        }
+    }
+}
+
+impl Drop for NoIo {
+    fn drop(&mut self) {
+        // SAFETY: What `begin` saved, in the same task (not `Send`), scopes nested in order.
+        unsafe { nvme_rs_noio_restore(self.flags) };
     }
 }
 

@@ -56,3 +56,13 @@ struct queue_limits nvme_rs_limits_start_update(struct request_queue *q)
 {
 	return queue_limits_start_update(q);
 }
+
+unsigned int nvme_rs_noio_save(void)
+{
+	return memalloc_noio_save();
+}
+
+void nvme_rs_noio_restore(unsigned int flags)
+{
+	memalloc_noio_restore(flags);
+}

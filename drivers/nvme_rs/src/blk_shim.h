@@ -9,11 +9,14 @@
 #include <linux/blk-mq.h>
 #include <linux/blkdev.h>
 #include <linux/mm.h>
+#include <linux/sched/mm.h>
 
 struct gendisk *nvme_rs_alloc_disk(struct blk_mq_tag_set *set, struct queue_limits *lim,
 				   void *queuedata);
 const struct block_device_operations *nvme_rs_fops(void);
 struct queue_limits nvme_rs_limits_start_update(struct request_queue *q);
+unsigned int nvme_rs_noio_save(void);
+void nvme_rs_noio_restore(unsigned int flags);
 bool nvme_rs_should_fake_timeout(struct request_queue *q);
 struct request *nvme_rs_tag_to_rq(struct blk_mq_tags *tags, unsigned int tag);
 void *nvme_rs_page_address(struct page *page);

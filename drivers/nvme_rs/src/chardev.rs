@@ -194,7 +194,12 @@ impl MiscDevice for ControllerFile {
             NVME_IOCTL_ADMIN64_CMD => passthrough.admin::<PassthruCmd64>(arg),
             NVME_IOCTL_IO_CMD => passthrough.io::<PassthruCmd>(arg),
             // C has no 64-bit I/O command on the controller's device.
-            NVME_IOCTL_RESCAN => passthrough.rescan().map(|()| 0),
+            NVME_IOCTL_RESCAN => {
+                if !capable_sys_admin() {
+                    return Err(EACCES);
+                }
+                passthrough.rescan().map(|()| 0)
+            }
             NVME_IOCTL_RESET => {
                 if !capable_sys_admin() {
                     return Err(EACCES);

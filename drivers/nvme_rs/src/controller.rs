@@ -47,6 +47,12 @@ pub(crate) type CancelAll = unsafe fn(*mut bindings::blk_mq_tag_set);
 /// since the controller's reset count was `count`.
 pub(crate) type ResetController = fn(&Controller<'_>, Option<u32>) -> Result;
 
+/// The controller configuration this driver enables with (`CC` without `EN`): the NVM command
+/// set, 4 KiB pages, round robin, 64-byte submission and 16-byte completion entries. Written as
+/// it is, as C writes its cached `ctrl_config`, never read back and modified.
+const CC_CONFIG: u32 =
+    regs::CC_CSS_NVM | regs::CC_MPS_4K | regs::CC_AMS_RR | regs::CC_IOSQES | regs::CC_IOCQES;
+
 /// Reads a register. `fail_mmio_read` (fault injection) makes it read all ones afterwards, as a
 /// device gone from the bus does. Always inlined: `read32` checks the offset at build time.
 #[inline(always)]
@@ -384,8 +390,9 @@ impl<'a> Controller<'a> {
     /// whose memory its caller is about to free or reuse: its bus mastering is turned off then,
     /// as C's `nvme_dev_disable` disables the PCI device, until the next [`Controller::restart`].
     pub(crate) fn disable(&self) -> Result {
-        let cc = read_register(&self.bar, regs::CC);
-        self.bar.write32(cc & !regs::CC_EN, regs::CC);
+        // This driver's configuration without EN, not what `CC` reads: a device that does not
+        // answer reads all ones, which written back would set reserved bits and a shutdown.
+        self.bar.write32(CC_CONFIG, regs::CC);
         let stopped = self.wait_ready(false);
         if let Err(e) = stopped {
             dma_local::stop_bus_master(self.pdev);
@@ -406,21 +413,15 @@ impl<'a> Controller<'a> {
         if self.bus_master_off.swap(false, Ordering::Relaxed) {
             dma_local::resume_bus_master(self.pdev);
         }
-        let cc = regs::CC_EN
-            | regs::CC_CSS_NVM
-            | regs::CC_MPS_4K
-            | regs::CC_AMS_RR
-            | regs::CC_IOSQES
-            | regs::CC_IOCQES;
-        self.bar.write32(cc, regs::CC);
+        self.bar.write32(CC_CONFIG | regs::CC_EN, regs::CC);
         self.wait_ready(true)
     }
 
     /// A normal shutdown (`CC.SHN`), waited for at most `CAP.TO`, then a disable.
     pub(crate) fn shutdown(&self) {
-        let cc = read_register(&self.bar, regs::CC);
+        // As in `disable`: the configuration the driver enabled, not what `CC` reads.
         self.bar
-            .write32((cc & !regs::CC_SHN_MASK) | regs::CC_SHN_NORMAL, regs::CC);
+            .write32(CC_CONFIG | regs::CC_EN | regs::CC_SHN_NORMAL, regs::CC);
         let shut_down = |csts: &u32| {
             *csts == regs::GONE || csts & regs::CSTS_SHST_MASK == regs::CSTS_SHST_COMPLETE
         };

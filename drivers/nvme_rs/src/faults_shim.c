@@ -45,8 +45,13 @@ void nvme_rs_faults_remove(void)
 
 bool nvme_rs_should_fail(unsigned int point)
 {
-	return point < ARRAY_SIZE(nvme_rs_fault_points) &&
-	       should_fail(nvme_rs_fault_points[point].attr, 1);
+	struct fault_attr *attr;
+
+	if (point >= ARRAY_SIZE(nvme_rs_fault_points))
+		return false;
+	attr = nvme_rs_fault_points[point].attr;
+	/* Off unless a test turned it on: should_fail() alone also obeys a task's fail-nth. */
+	return READ_ONCE(attr->probability) && should_fail(attr, 1);
 }
 #else
 void nvme_rs_faults_create(void) { }

@@ -44,6 +44,13 @@ impl Namespace {
         self.usable.load(Ordering::Relaxed)
     }
 
+    /// Leaves the namespace unusable and its disk without capacity: its format is not known.
+    /// `disk` is the namespace's, frozen.
+    pub(crate) fn set_unusable(&self, disk: &Disk) {
+        self.usable.store(false, Ordering::Relaxed);
+        disk.set_capacity(0);
+    }
+
     /// The logical block `rq` starts at.
     #[inline]
     pub(crate) fn first_block<P>(&self, rq: &Request<P>) -> u64 {
@@ -216,7 +223,12 @@ impl IdentifyNamespace {
     /// Whether this driver serves the namespace: not empty, no metadata, blocks of 512 bytes to
     /// 4 KiB.
     fn supported(&self) -> bool {
-        self.nsze != 0 && self.metadata_size == 0 && (9..=12).contains(&self.lba_shift)
+        // A capacity in sectors that does not fit in 64 bits is a hostile answer (C's
+        // `nvme_invalid_lba_sz` skips it too).
+        self.nsze != 0
+            && self.metadata_size == 0
+            && (9..=12).contains(&self.lba_shift)
+            && self.nsze <= u64::MAX >> (self.lba_shift - 9)
     }
 
     /// The namespace's disk, named `name`, on a controller with `limits`.
@@ -358,6 +370,7 @@ pub(crate) fn revalidate(
     if was == (supported, ns.lba_shift, ns.nsze) || (!supported && !was.0) {
         return Ok(());
     }
+    let _noio = (!frozen).then(crate::blk::NoIo::begin);
     if !frozen {
         disk.start_freeze();
         if !disk.wait_frozen(crate::io::timeout_jiffies()) {
@@ -372,14 +385,16 @@ pub(crate) fn revalidate(
         Ok(())
     };
     if updated.is_ok() {
-        // Within the freeze: the next request sees the new format.
-        namespace.lba_shift.store(ns.lba_shift, Ordering::Relaxed);
+        // Within the freeze: the next request sees the new format. An unsupported one keeps the
+        // old shift (9 to 12), which no request uses.
+        if supported {
+            namespace.lba_shift.store(ns.lba_shift, Ordering::Relaxed);
+        }
         namespace.blocks.store(ns.nsze, Ordering::Relaxed);
         namespace.usable.store(supported, Ordering::Relaxed);
     } else {
         // The block layer refused the limits: nothing may reach the namespace.
-        namespace.usable.store(false, Ordering::Relaxed);
-        disk.set_capacity(0);
+        namespace.set_unusable(disk);
     }
     if !frozen {
         disk.unfreeze();

@@ -23,7 +23,7 @@ use kernel::{
 };
 
 use crate::admin::IDENTIFY_SIZE;
-use crate::blk::Disk;
+use crate::blk::{self, Disk};
 use crate::command::{Command, IdentifyController, IdentifyNvmController, UserCommand};
 use crate::controller::Controller;
 use crate::dma_local::{Coherent, Gfp};
@@ -391,12 +391,13 @@ impl<'a> Passthrough<'a> {
     /// changed is frozen while it changes. Namespaces added since probe get no disk, nor do removed
     /// ones lose theirs: theirs get capacity 0.
     pub(crate) fn rescan(&mut self) -> Result {
-        self.revalidate(false)
+        self.revalidate()
     }
 
-    /// Identifies every namespace with a disk again, with their queues `frozen` already or not.
-    fn revalidate(&self, frozen: bool) -> Result {
-        revalidate(&self.ctrl, &self.id, &self.disks, frozen)
+    /// Identifies every namespace with a disk again, freezing a disk whose format changed.
+    fn revalidate(&self) -> Result {
+        let buf = Coherent::<u8>::alloc(self.ctrl.pdev.as_ref(), IDENTIFY_SIZE, Gfp::KERNEL)?;
+        revalidate(&self.ctrl, &self.id, &self.disks, &buf, false)
     }
 
     /// Checks the command of the `C` at user address `arg`, moves its data through the bounce
@@ -433,14 +434,10 @@ impl<'a> Passthrough<'a> {
         }
         let data = UserPtr::from_addr(request.addr as usize);
         let to_device = request.command.to_device();
-        // Nothing in flight may use a format the command changes; the namespaces are identified
-        // again after it, whatever its answer.
-        let _frozen = match target {
-            Target::Admin if changes_namespaces(request.command.opcode) => {
-                Some(Frozen::new(&self.ctrl, &self.id, &self.disks)?)
-            }
-            _ => None,
-        };
+        let changes_namespaces =
+            matches!(target, Target::Admin) && changes_namespaces(request.command.opcode);
+        // What may fault on user memory or allocate comes first: while the disks are frozen, I/O
+        // to them (a page fault, reclaim) would wait for this thread.
         let bounce = match &mut self.bounce {
             Some(bounce) => bounce,
             empty => empty.insert(Bounce::new(self.ctrl.pdev.as_ref(), self.max_transfer)?),
@@ -449,6 +446,13 @@ impl<'a> Passthrough<'a> {
         let (prp1, prp2) = bounce.prps(len)?;
         let mut command = Command::from(request.command);
         command.set_prps(prp1, prp2);
+        // Nothing in flight may use a format the command changes; the namespaces are identified
+        // again after it, whatever its answer, before the disks thaw.
+        let frozen = if changes_namespaces {
+            Some(Frozen::new(&self.ctrl, &self.id, &self.disks)?)
+        } else {
+            None
+        };
         let (status, result) = match target {
             Target::Admin => {
                 // A timeout disables the controller (`admin_command`) before the buffer can be
@@ -477,6 +481,7 @@ impl<'a> Passthrough<'a> {
                 }
             }
         };
+        drop(frozen);
         if !to_device {
             bounce.copy_out(data, len)?;
         }
@@ -495,21 +500,25 @@ impl<'a> Passthrough<'a> {
 type NamespaceDisk = (NonNull<Namespace>, NonNull<Disk>);
 
 /// Identifies every namespace of `disks` again ([`namespace::revalidate`]) on `ctrl`, identified
-/// as `id`, with their queues `frozen` already or not. Every namespace is done whatever another's
-/// answer; the first failure is returned.
+/// as `id`, through `buf`, with their queues `frozen` already or not. Every namespace is done
+/// whatever another's answer; the first failure is returned. After a command that changed the
+/// namespaces (`frozen`), one that cannot be identified is left unusable: its format is unknown.
 fn revalidate(
     ctrl: &Controller<'_>,
     id: &(IdentifyController, IdentifyNvmController),
     disks: &[NamespaceDisk],
+    buf: &Coherent<'_, u8>,
     frozen: bool,
 ) -> Result {
-    let buf = Coherent::<u8>::alloc(ctrl.pdev.as_ref(), IDENTIFY_SIZE, Gfp::KERNEL)?;
     let limits = ControllerLimits::new(ctrl, &id.0, &id.1);
     let mut result = Ok(());
     for (namespace, disk) in disks {
         // SAFETY: The namespaces and disks outlive the passthrough (`Passthrough::new`).
         let (namespace, disk) = unsafe { (namespace.as_ref(), disk.as_ref()) };
-        let done = namespace::revalidate(ctrl, &buf, &limits, namespace, disk, frozen);
+        let done = namespace::revalidate(ctrl, buf, &limits, namespace, disk, frozen);
+        if done.is_err() && frozen {
+            namespace.set_unusable(disk);
+        }
         if result.is_ok() {
             result = done;
         }
@@ -523,6 +532,10 @@ struct Frozen<'p, 'a> {
     ctrl: &'p Controller<'a>,
     id: &'p (IdentifyController, IdentifyNvmController),
     disks: &'p [NamespaceDisk],
+    /// For the Identify commands after the command, allocated before the freeze.
+    buf: Coherent<'a, u8>,
+    /// No allocation meanwhile does I/O: not to the frozen disks (`memalloc_noio_save`).
+    _noio: blk::NoIo,
 }
 
 impl<'p, 'a> Frozen<'p, 'a> {
@@ -533,6 +546,8 @@ impl<'p, 'a> Frozen<'p, 'a> {
         id: &'p (IdentifyController, IdentifyNvmController),
         disks: &'p [NamespaceDisk],
     ) -> Result<Self> {
+        let buf = Coherent::<u8>::alloc(ctrl.pdev.as_ref(), IDENTIFY_SIZE, Gfp::KERNEL)?;
+        let noio = blk::NoIo::begin();
         let each_disk = || {
             disks
                 .iter()
@@ -545,13 +560,19 @@ impl<'p, 'a> Frozen<'p, 'a> {
             each_disk().for_each(Disk::unfreeze);
             return Err(EBUSY);
         }
-        Ok(Self { ctrl, id, disks })
+        Ok(Self {
+            ctrl,
+            id,
+            disks,
+            buf,
+            _noio: noio,
+        })
     }
 }
 
 impl Drop for Frozen<'_, '_> {
     fn drop(&mut self) {
-        if let Err(e) = revalidate(self.ctrl, self.id, self.disks, true) {
+        if let Err(e) = revalidate(self.ctrl, self.id, self.disks, &self.buf, true) {
             dev_warn!(
                 self.ctrl.pdev,
                 "namespaces not identified again ({:?})\n",

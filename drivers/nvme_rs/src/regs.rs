@@ -72,8 +72,6 @@ pub(crate) const CC_MPS_4K: u32 = 0 << 7;
 pub(crate) const CC_AMS_RR: u32 = 0 << 11;
 /// `CC.SHN` = normal shutdown.
 pub(crate) const CC_SHN_NORMAL: u32 = 1 << 14;
-/// `CC.SHN` field mask.
-pub(crate) const CC_SHN_MASK: u32 = 3 << 14;
 /// `CC.IOSQES`: 64-byte submission queue entries (2 ^ 6).
 pub(crate) const CC_IOSQES: u32 = 6 << 16;
 /// `CC.IOCQES`: 16-byte completion queue entries (2 ^ 4).

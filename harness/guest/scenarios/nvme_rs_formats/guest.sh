@@ -67,8 +67,9 @@ format() {
 }
 for lbaf in 4 0; do
     check "format-$lbaf" format $lbaf
-    check "block-size-$lbaf" answers_as_c "block size after format $lbaf" getss
-    check "capacity-$lbaf" answers_as_c "capacity after format $lbaf" getsize
+    # C's disk follows its scan work, which may lag the command: up to 10 s.
+    check "block-size-$lbaf" wait_for 10 answers_as_c "block size after format $lbaf" getss
+    check "capacity-$lbaf" wait_for 10 answers_as_c "capacity after format $lbaf" getsize
     for bs in 512 4096 1048576; do
         check "direct-$bs-after-$lbaf" answers_as_c "O_DIRECT $bs after $lbaf" through $bs direct
     done
@@ -80,17 +81,18 @@ check rs-block-size-4096-seen sh -c "dmesg | grep -q 'nvme_rs.*namespace 1: 4096
 # here (no block integrity): C gives the disk capacity 0; so must nvme_rs, and nothing may reach
 # the namespace, whose reads would write metadata to bus address 0.
 check format-metadata format 1
-check capacity-with-metadata answers_as_c "capacity with metadata" getsize
+check capacity-with-metadata wait_for 10 answers_as_c "capacity with metadata" getsize
 check read-with-metadata answers_as_c "read with metadata" read_block
 check format-back format 0
-check capacity-back answers_as_c "capacity back" getsize
+check capacity-back wait_for 10 answers_as_c "capacity back" getsize
 check direct-after-metadata answers_as_c "O_DIRECT after metadata" through 4096 direct
 
 wait $rs_hammer
 wait $c_hammer
 diag "nvme_rs's other namespace: $(cat /tmp/rs_hammer.out)"
 diag "C's other namespace: $(cat /tmp/c_hammer.out)"
+# nvme_rs freezes the disks around the format, and loses nothing; C's I/O may fail meanwhile
+# (EREMOTEIO seen: an NVMe error while its namespace is formatted), which is reported only.
 check rs-other-namespace grep -q 'errors=0 ' /tmp/rs_hammer.out
-check c-other-namespace grep -q 'errors=0 ' /tmp/c_hammer.out
 check rescan-ioctl nvme ns-rescan /dev/rsnvme0
 check no-dmar-fault sh -c '! dmesg | grep -i "DMAR.*fault"'
