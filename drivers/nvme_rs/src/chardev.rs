@@ -21,7 +21,7 @@ use kernel::{
 
 use kernel::{
     bindings,
-    ffi::{c_int, c_uint, c_void},
+    ffi::{c_char, c_int, c_void},
 };
 
 use crate::command::IdentifyController;
@@ -255,27 +255,28 @@ unsafe fn controller_device<'d>(dev: *mut bindings::device) -> &'d ControllerDev
     }
 }
 
-/// The show of `model` (`field` 0), `serial` (1), `firmware_rev` (2) and `cntlid` (3): as C's,
-/// a string field up to its first NUL, with its padding, or the number, and a newline. Returns the
+/// The show of `model`, `serial`, `firmware_rev` and `cntlid` (the attribute `name`): as C's, a
+/// string field up to its first NUL, with its padding, or the number, and a newline. Returns the
 /// bytes written to `buf`, a page.
 ///
 /// # Safety
 ///
-/// As for [`controller_device`]; `buf` is a page that sysfs hands a show.
+/// As for [`controller_device`]; `name` is the attribute's NUL-terminated name and `buf` the page
+/// that sysfs hands a show.
 #[no_mangle]
 unsafe extern "C" fn nvme_rs_show_identity(
     dev: *mut bindings::device,
-    field: c_uint,
+    name: *const c_char,
     buf: *mut u8,
 ) -> isize {
     // SAFETY: By the function's safety requirements.
-    let id = unsafe { &controller_device(dev).identity };
+    let (id, name) = unsafe { (&controller_device(dev).identity, CStr::from_char_ptr(name)) };
     let mut number = [0u8; 5];
-    let text: &[u8] = match field {
-        0 => &id.mn,
-        1 => &id.sn,
-        2 => &id.fr,
-        3 => decimal(id.cntlid, &mut number),
+    let text: &[u8] = match name.to_bytes() {
+        b"model" => &id.mn,
+        b"serial" => &id.sn,
+        b"firmware_rev" => &id.fr,
+        b"cntlid" => decimal(id.cntlid, &mut number),
         _ => return EINVAL.to_errno() as isize,
     };
     let text = text.split(|&b| b == 0).next().unwrap_or_default();

@@ -15,30 +15,16 @@ static ssize_t reset_controller_store(struct device *dev, struct device_attribut
 }
 static DEVICE_ATTR_WO(reset_controller);
 
-/* The field numbers are chardev.rs's IdentityField. */
-static ssize_t model_show(struct device *dev, struct device_attribute *attr, char *buf)
+/* The Identify Controller fields, one show for all: chardev.rs tells them by name. */
+static ssize_t identity_show(struct device *dev, struct device_attribute *attr, char *buf)
 {
-	return nvme_rs_show_identity(dev, 0, buf);
+	return nvme_rs_show_identity(dev, attr->attr.name, buf);
 }
-static DEVICE_ATTR_RO(model);
-
-static ssize_t serial_show(struct device *dev, struct device_attribute *attr, char *buf)
-{
-	return nvme_rs_show_identity(dev, 1, buf);
-}
-static DEVICE_ATTR_RO(serial);
-
-static ssize_t firmware_rev_show(struct device *dev, struct device_attribute *attr, char *buf)
-{
-	return nvme_rs_show_identity(dev, 2, buf);
-}
-static DEVICE_ATTR_RO(firmware_rev);
-
-static ssize_t cntlid_show(struct device *dev, struct device_attribute *attr, char *buf)
-{
-	return nvme_rs_show_identity(dev, 3, buf);
-}
-static DEVICE_ATTR_RO(cntlid);
+static struct device_attribute dev_attr_model = __ATTR(model, 0444, identity_show, NULL);
+static struct device_attribute dev_attr_serial = __ATTR(serial, 0444, identity_show, NULL);
+static struct device_attribute dev_attr_firmware_rev =
+	__ATTR(firmware_rev, 0444, identity_show, NULL);
+static struct device_attribute dev_attr_cntlid = __ATTR(cntlid, 0444, identity_show, NULL);
 
 static struct attribute *nvme_rs_controller_attrs[] = {
 	&dev_attr_reset_controller.attr,

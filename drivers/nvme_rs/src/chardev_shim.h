@@ -6,7 +6,7 @@
 #include <linux/device.h>
 
 int nvme_rs_reset_controller(struct device *dev);
-ssize_t nvme_rs_show_identity(struct device *dev, unsigned int field, char *buf);
+ssize_t nvme_rs_show_identity(struct device *dev, const char *name, char *buf);
 const struct attribute_group **nvme_rs_controller_attr_groups(void);
 
 #endif

@@ -350,8 +350,8 @@ pub(crate) fn add_disks(ctrl: &Controller<'_>, disks: &mut KVec<Disk>) -> Result
 /// rescan: the logical block size, capacity and every limit derived from them; a format this
 /// driver does not serve (metadata, an inactive or empty namespace) leaves the disk with capacity 0
 /// and fails its requests. With `frozen`, the caller has frozen the disk's queue; otherwise this
-/// freezes it, if anything changed, waiting for what is in flight an I/O timeout at most (`EBUSY`
-/// after that, nothing changed). `disk` is `namespace`'s.
+/// freezes it, if anything changed, waiting for what is in flight `freeze_timeout` jiffies at most
+/// (`EBUSY` after that, nothing changed). `disk` is `namespace`'s.
 pub(crate) fn revalidate(
     ctrl: &Controller<'_>,
     buf: &Coherent<'_, u8>,
@@ -359,6 +359,7 @@ pub(crate) fn revalidate(
     namespace: &Namespace,
     disk: &Disk,
     frozen: bool,
+    freeze_timeout: kernel::ffi::c_ulong,
 ) -> Result {
     let ns = IdentifyNamespace::identify(ctrl, buf, namespace.nsid)?;
     let supported = ns.supported();
@@ -373,7 +374,7 @@ pub(crate) fn revalidate(
     let _noio = (!frozen).then(crate::blk::NoIo::begin);
     if !frozen {
         disk.start_freeze();
-        if !disk.wait_frozen(crate::io::timeout_jiffies()) {
+        if !disk.wait_frozen(freeze_timeout) {
             disk.unfreeze();
             return Err(EBUSY);
         }

@@ -511,11 +511,12 @@ fn revalidate(
     frozen: bool,
 ) -> Result {
     let limits = ControllerLimits::new(ctrl, &id.0, &id.1);
+    let timeout = io::timeout_jiffies();
     let mut result = Ok(());
     for (namespace, disk) in disks {
         // SAFETY: The namespaces and disks outlive the passthrough (`Passthrough::new`).
         let (namespace, disk) = unsafe { (namespace.as_ref(), disk.as_ref()) };
-        let done = namespace::revalidate(ctrl, buf, &limits, namespace, disk, frozen);
+        let done = namespace::revalidate(ctrl, buf, &limits, namespace, disk, frozen, timeout);
         if done.is_err() && frozen {
             namespace.set_unusable(disk);
         }
