@@ -70,6 +70,20 @@ pub(crate) const COUNTS_LOG: &str = "counts.log";
 /// one line with the request's name each, once it has acted on it.
 pub(crate) const ANSWERS_SOCKET: &str = "answers.sock";
 
+/// An emulated NVMe controller and its namespaces.
+#[derive(Debug, Clone)]
+pub(crate) struct NvmeController {
+    /// The namespaces attached to it, NSIDs from 1.
+    attached: Vec<Drive>,
+    /// Namespaces of its NVM subsystem attached to no controller, NSIDs after the attached ones.
+    detached: Vec<Drive>,
+    /// The NVM subsystem it is in (QEMU's `nvme-subsys`, `subsys<N>`), if any, and whether it is
+    /// the subsystem's first controller (which creates it).
+    subsystem: Option<(usize, bool)>,
+    /// Its serial number, `rdd<N>`: the controllers of a subsystem share one.
+    serial: usize,
+}
+
 /// One VM of a scenario.
 #[derive(Debug, Clone)]
 pub struct Vm {
@@ -88,7 +102,7 @@ pub struct Vm {
     pub(crate) script: String,
     pub(crate) edu: bool,
     pub(crate) nics: Vec<Nic>,
-    pub(crate) nvme: Vec<Vec<Drive>>,
+    pub(crate) nvme: Vec<NvmeController>,
     pub(crate) timeout: Duration,
     pub(crate) debug_checks: bool,
     pub(crate) known_warnings: Vec<crate::KnownWarning>,
@@ -318,7 +332,52 @@ impl Vm {
     /// Attaches an NVMe controller with one namespace per drive; its QEMU id is `nvme<N>` in the
     /// order controllers were added (for QMP `device_del`), its namespaces' `nvme<N>ns<NSID>`.
     pub fn nvme(mut self, namespaces: Vec<Drive>) -> Vm {
-        self.nvme.push(namespaces);
+        self.nvme.push(NvmeController {
+            attached: namespaces,
+            detached: Vec::new(),
+            subsystem: None,
+            serial: self.nvme.len(),
+        });
+        self
+    }
+
+    /// The number the next NVM subsystem gets.
+    fn next_subsystem(&self) -> usize {
+        self.nvme
+            .iter()
+            .filter(|c| matches!(c.subsystem, Some((_, true))))
+            .count()
+    }
+
+    /// As [`Vm::nvme`], the controller in an NVM subsystem of its own (QEMU's `nvme-subsys`,
+    /// `subsys<N>`), which also holds `detached` namespaces, attached to no controller until a
+    /// Namespace Attachment command (`nvme attach-ns`) attaches them; their NSIDs follow those of
+    /// `attached`.
+    pub fn nvme_with_detached(mut self, attached: Vec<Drive>, detached: Vec<Drive>) -> Vm {
+        let subsystem = Some((self.next_subsystem(), true));
+        self.nvme.push(NvmeController {
+            attached,
+            detached,
+            subsystem,
+            serial: self.nvme.len(),
+        });
+        self
+    }
+
+    /// `controllers` NVMe controllers (two at least) in one NVM subsystem, which holds `detached`
+    /// namespaces (NSIDs from 1) attached to none of them: a Namespace Attachment command sent to
+    /// any controller attaches one to any of them, which the others learn through an
+    /// asynchronous event.
+    pub fn nvme_shared_subsystem(mut self, controllers: usize, detached: Vec<Drive>) -> Vm {
+        let (number, serial) = (self.next_subsystem(), self.nvme.len());
+        for c in 0..controllers {
+            self.nvme.push(NvmeController {
+                attached: Vec::new(),
+                detached: if c == 0 { detached.clone() } else { Vec::new() },
+                subsystem: Some((number, c == 0)),
+                serial,
+            });
+        }
         self
     }
 
@@ -467,13 +526,30 @@ impl Vm {
                 format!("{},id=nic{i},netdev=net{i},mac={}{b}", nic.model, nic.mac),
             ]);
         }
-        for (c, drives) in self.nvme.iter().enumerate() {
+        for (c, controller) in self.nvme.iter().enumerate() {
             let b = bus(&mut args);
+            let subsys = match controller.subsystem {
+                None => String::new(),
+                Some((s, creates)) => {
+                    if creates {
+                        args.extend([
+                            "-device".into(),
+                            format!("nvme-subsys,id=subsys{s},nqn=rdd-subsys{s}"),
+                        ]);
+                    }
+                    format!(",subsys=subsys{s}")
+                }
+            };
             args.extend([
                 "-device".into(),
-                format!("nvme,id=nvme{c},serial=rdd{c:04}{b}"),
+                format!(
+                    "nvme,id=nvme{c},serial=rdd{:04}{subsys}{b}",
+                    controller.serial
+                ),
             ]);
-            for (n, drive) in drives.iter().enumerate() {
+            let drives = controller.attached.iter().map(|d| (d, ""));
+            let detached = controller.detached.iter().map(|d| (d, ",detached=on"));
+            for (n, (drive, attachment)) in drives.chain(detached).enumerate() {
                 let id = format!("nvme{c}n{}", n + 1);
                 let blockdev = match drive {
                     Drive::Null { size } => {
@@ -494,7 +570,7 @@ impl Vm {
                     blockdev,
                     "-device".into(),
                     format!(
-                        "nvme-ns,id=nvme{c}ns{nsid},drive={id},bus=nvme{c},nsid={nsid}",
+                        "nvme-ns,id=nvme{c}ns{nsid},drive={id},bus=nvme{c},nsid={nsid}{attachment}",
                         nsid = n + 1
                     ),
                 ]);
