@@ -45,21 +45,27 @@ const ADMIN_TIMEOUTS_SCRIPT: &str =
     include_str!("../guest/scenarios/nvme_rs_faults/admin-timeouts.sh");
 
 /// Admin commands of the controller's life on a 2-vCPU VM with one namespace: Identify
-/// (controller, active namespaces), Set Features (Number of Queues), Create I/O CQ and SQ for each
-/// of 2 queues, Doorbell Buffer Config, Identify (namespace, its identifiers); at removal, Delete
-/// I/O SQ and CQ of the first queue (once one times out, the others are not sent).
-const ADMIN_COMMANDS: u32 = 12;
+/// (controller, NVM command set), Get Log Page (command effects), Set Features (Number of Queues),
+/// Create I/O CQ and SQ for each of 2 queues, Doorbell Buffer Config, Identify (active namespaces,
+/// the namespace, its identifiers); then the event handler's Set Features (Asynchronous Event
+/// Configuration) and Asynchronous Event Request; at removal, Delete I/O SQ and CQ of the first
+/// queue (once one times out, the others are not sent).
+const ADMIN_COMMANDS: u32 = 16;
+/// Which of them is the Asynchronous Event Request, which is answered only at an event: losing its
+/// completion changes nothing.
+const ASYNC_EVENT_REQUEST: u32 = 14;
 
-/// Every opcode of those: Identify, Set Features, Create I/O CQ/SQ, Doorbell Buffer Config,
-/// Delete I/O SQ/CQ.
-const OPCODES: [&str; 7] = ["0x6", "0x9", "0x5", "0x1", "0x7c", "0x0", "0x4"];
+/// Every opcode of those: Identify, Get Log Page, Set Features, Create I/O CQ/SQ, Doorbell Buffer
+/// Config, Delete I/O SQ/CQ.
+const OPCODES: [&str; 8] = ["0x6", "0x2", "0x9", "0x5", "0x1", "0x7c", "0x0", "0x4"];
 
 #[test]
 fn nvme_rs_survives_admin_timeouts() {
     let vm = nvme::vm("guest")
         .nvme(vec![Drive::Raw { size: 64 << 20 }])
         .script(&format!(
-            "{BIND_ALTERNATELY}ADMIN_COMMANDS={ADMIN_COMMANDS}\n{ADMIN_TIMEOUTS_SCRIPT}"
+            "{BIND_ALTERNATELY}ADMIN_COMMANDS={ADMIN_COMMANDS}\n\
+             ASYNC_EVENT_REQUEST={ASYNC_EVENT_REQUEST}\n{ADMIN_TIMEOUTS_SCRIPT}"
         ))
         .timeout(std::time::Duration::from_secs(300));
     let outcome = Scenario::new("nvme-rs-admin-timeouts")

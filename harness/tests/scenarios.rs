@@ -16,6 +16,7 @@ mod nvme_rs_bounce;
 mod nvme_rs_faults;
 mod nvme_rs_formats;
 mod nvme_rs_hostile;
+mod nvme_rs_namespaces;
 mod nvme_rs_parity;
 mod nvme_rs_timeouts;
 mod smoke;

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The admin queue and the admin commands this driver sends. Admin commands are few and rare
-//! (bring-up, teardown, aborts), so they are executed one at a time and their completion is polled:
-//! no interrupt vector is spent on them.
+//! (bring-up, teardown, aborts), so they are executed one at a time and their completion is polled.
+//! The one exception is the Asynchronous Event Request, which stays with the controller until it
+//! has an event to report: its completion is kept for [`AdminQueue::take_async_event`], whoever
+//! finds it (the interrupt of the admin queue's vector wakes the driver's event handler).
 
 use kernel::{
     device::{Bound, Device},
@@ -12,8 +14,9 @@ use kernel::{
 };
 
 use crate::command::{
-    self, Abort, Cns, Command, Completion, CreateIoCompletionQueue, CreateIoSubmissionQueue,
-    DeleteIoCompletionQueue, DeleteIoSubmissionQueue, DoorbellBufferConfig, Identify, SetFeatures,
+    self, Abort, AsyncEventRequest, Cns, Command, Completion, CreateIoCompletionQueue,
+    CreateIoSubmissionQueue, DeleteIoCompletionQueue, DeleteIoSubmissionQueue,
+    DoorbellBufferConfig, GetLogPage, Identify, LogPage, SetFeatures,
 };
 use crate::dma_local::{Coherent, DmaAddress};
 use crate::queue::{doorbells, CompletionQueue, SubmissionQueue};
@@ -23,7 +26,7 @@ use crate::regs::Bar0;
 pub(crate) const ADMIN_DEPTH: u16 = 32;
 /// The longest a command from user space may take, in milliseconds.
 pub(crate) const MAX_USER_TIMEOUT_MS: i64 = 10 * 60 * 1000;
-/// The size of every Identify data structure.
+/// The size of every Identify data structure, and of the log pages this driver reads.
 pub(crate) const IDENTIFY_SIZE: usize = 4096;
 
 /// The admin submission and completion queues.
@@ -33,6 +36,10 @@ pub(crate) struct AdminQueue<'a> {
     sq: SubmissionQueue<'a>,
     cq: CompletionQueue<'a>,
     next_cid: u16,
+    /// The command identifier of the Asynchronous Event Request the controller holds, if any.
+    async_event_cid: Option<u16>,
+    /// Its completion, once found and until taken.
+    async_event: Option<Completion>,
     /// How long a command may take, in milliseconds.
     timeout_ms: i64,
     /// Test only (`test_lost_admin_completion`): the command identifier whose completion is not
@@ -56,6 +63,8 @@ impl<'a> AdminQueue<'a> {
             sq: SubmissionQueue::new(dev, ADMIN_DEPTH, sq_doorbell)?,
             cq: CompletionQueue::new(dev, ADMIN_DEPTH, cq_doorbell)?,
             next_cid: 0,
+            async_event_cid: None,
+            async_event: None,
             timeout_ms: i64::from(timeout_s.max(1)) * 1000,
             lost_cid: lost_completion
                 .checked_sub(1)
@@ -63,8 +72,11 @@ impl<'a> AdminQueue<'a> {
         })
     }
 
-    /// Empties both queues for a controller that forgot them (a reset).
+    /// Empties both queues for a controller that forgot them (a reset), and with them its
+    /// Asynchronous Event Request.
     pub(crate) fn reset(&mut self) -> Result {
+        self.async_event_cid = None;
+        self.async_event = None;
         self.sq.reset()?;
         self.cq.reset()
     }
@@ -84,47 +96,44 @@ impl<'a> AdminQueue<'a> {
     /// does not complete in time `ETIMEDOUT`. Returns the completion's result (DW0).
     pub(crate) fn execute(&mut self, bar: &Bar0<'_>, command: impl Into<Command>) -> Result<u32> {
         let mut command = command.into();
-        let done = self.submit_and_wait(bar, &mut command, self.timeout_ms)?;
+        let done = self.submit_and_wait(bar, &mut command, self.timeout_ms, &|| false)?;
         self.check(&command, &done)
     }
 
     /// Submits a command from user space (passthrough) and waits for its completion, for
     /// `timeout_ms` (at most ten minutes) and at least the driver's own admin timeout: a shorter wait would leave the
     /// command, and the memory it points to, in the controller's hands. Returns the completion
-    /// whatever its status; `ETIMEDOUT` if there was none in time.
+    /// whatever its status; `ETIMEDOUT` if there was none in time; `EINTR` as soon as `give_up`
+    /// says so (the driver lets go of the controller, which it disables before that memory goes).
     pub(crate) fn execute_user(
         &mut self,
         bar: &Bar0<'_>,
         mut command: Command,
         timeout_ms: u32,
+        give_up: &dyn Fn() -> bool,
     ) -> Result<Completion> {
         // At most ten minutes: the admin queue, and the controller's resets, wait for it.
         let timeout_ms = self
             .timeout_ms
             .max(i64::from(timeout_ms).min(MAX_USER_TIMEOUT_MS));
-        self.submit_and_wait(bar, &mut command, timeout_ms)
+        self.submit_and_wait(bar, &mut command, timeout_ms, give_up)
     }
 
     /// Gives `command` the next command identifier, submits it and polls for its completion for
-    /// `timeout_ms` milliseconds.
+    /// `timeout_ms` milliseconds, or until `give_up` (`EINTR`).
     fn submit_and_wait(
         &mut self,
         bar: &Bar0<'_>,
         command: &mut Command,
         timeout_ms: i64,
+        give_up: &dyn Fn() -> bool,
     ) -> Result<Completion> {
-        // Command identifiers only need to be unique among outstanding commands, and there is at
-        // most one, plus stale ones of commands that timed out.
-        command.set_cid(self.next_cid);
-        self.next_cid = self.next_cid.wrapping_add(1);
-        self.sq.submit(bar, *command)?;
+        self.submit(bar, command)?;
         let cid = command.cid();
         let lost = self.lost_cid == Some(cid);
-        let cq = &mut self.cq;
         // Every completion that arrives is consumed; only this command's ends the wait.
         let take_ours = || -> Result<Option<Completion>> {
-            while let Some(done) = cq.pop() {
-                cq.ring_doorbell(bar, None)?;
+            while let Some(done) = self.pop(bar)? {
                 if done.cid == cid && !lost {
                     return Ok(Some(done));
                 }
@@ -132,15 +141,72 @@ impl<'a> AdminQueue<'a> {
             Ok(None)
         };
         let timeout = Delta::from_millis(timeout_ms);
-        match read_poll_timeout(take_ours, Option::is_some, Delta::from_micros(50), timeout) {
+        let ended = |done: &Option<Completion>| done.is_some() || give_up();
+        match read_poll_timeout(take_ours, ended, Delta::from_micros(50), timeout) {
             Ok(Some(done)) => Ok(done),
+            Ok(None) => Err(EINTR),
             Err(e) if e != ETIMEDOUT => Err(e),
-            // Timed out (`Ok(None)` is what the condition never lets through).
+            // Timed out.
             _ => {
                 dev_warn!(self.dev, "admin opcode {:#x} timed out\n", command.opcode());
                 Err(ETIMEDOUT)
             }
         }
+    }
+
+    /// Gives `command` the next command identifier and submits it.
+    fn submit(&mut self, bar: &Bar0<'_>, command: &mut Command) -> Result {
+        // Command identifiers only need to be unique among outstanding commands: the one waited
+        // for, the Asynchronous Event Request, and stale ones of commands that timed out.
+        if Some(self.next_cid) == self.async_event_cid {
+            self.next_cid = self.next_cid.wrapping_add(1);
+        }
+        command.set_cid(self.next_cid);
+        self.next_cid = self.next_cid.wrapping_add(1);
+        self.sq.submit(bar, *command)
+    }
+
+    /// The next completion, consumed; the Asynchronous Event Request's is kept for
+    /// [`Self::take_async_event`] and not returned.
+    fn pop(&mut self, bar: &Bar0<'_>) -> Result<Option<Completion>> {
+        while let Some(done) = self.cq.pop() {
+            self.cq.ring_doorbell(bar, None)?;
+            if Some(done.cid) == self.async_event_cid {
+                self.async_event_cid = None;
+                self.async_event = Some(done);
+                continue;
+            }
+            return Ok(Some(done));
+        }
+        Ok(None)
+    }
+
+    /// Hands the controller an Asynchronous Event Request, unless it holds one.
+    pub(crate) fn request_async_event(&mut self, bar: &Bar0<'_>) -> Result {
+        if self.async_event_cid.is_some() || self.async_event.is_some() {
+            return Ok(());
+        }
+        let mut command = Command::from(AsyncEventRequest);
+        self.submit(bar, &mut command)?;
+        self.async_event_cid = Some(command.cid());
+        Ok(())
+    }
+
+    /// The completion of the Asynchronous Event Request, if the controller posted it: its status
+    /// field and result (DW0). Consumes the completions that arrived (no command is waited for
+    /// while this runs: the queue is locked).
+    pub(crate) fn take_async_event(&mut self, bar: &Bar0<'_>) -> Result<Option<(u16, u32)>> {
+        while self.pop(bar)?.is_some() {}
+        Ok(self
+            .async_event
+            .take()
+            .map(|done| (done.status_field(), done.result)))
+    }
+
+    /// Tells the controller which asynchronous `events` to report (the `AEC_*` bits).
+    pub(crate) fn configure_async_events(&mut self, bar: &Bar0<'_>, events: u32) -> Result {
+        self.execute(bar, SetFeatures::AsyncEventConfiguration { events })
+            .map(|_| ())
     }
 
     /// Identify with `cns` through `buf` (4 KiB); `nsid` for namespace data structures. The data
@@ -157,6 +223,26 @@ impl<'a> AdminQueue<'a> {
             Identify {
                 cns,
                 nsid,
+                prp1: buf.dma_handle(),
+            },
+        )?;
+        let mut data = KVec::from_elem(0u8, IDENTIFY_SIZE, GFP_KERNEL)?;
+        buf.read_into(0, &mut data)?;
+        Ok(data)
+    }
+
+    /// Reads the first 4 KiB of log page `lid` through `buf` (4 KiB), onto the heap as
+    /// [`Self::identify`].
+    pub(crate) fn get_log_page(
+        &mut self,
+        bar: &Bar0<'_>,
+        lid: LogPage,
+        buf: &Coherent<'_, u8>,
+    ) -> Result<KVec<u8>> {
+        self.execute(
+            bar,
+            GetLogPage {
+                lid,
                 prp1: buf.dma_handle(),
             },
         )?;

@@ -29,6 +29,7 @@ extern "C" {
         queuedata: *mut c_void,
     ) -> *mut c_void;
     fn nvme_rs_fops() -> *const c_void;
+    fn nvme_rs_disk_attr_groups() -> *const c_void;
     fn nvme_rs_limits_start_update(q: *mut c_void) -> bindings::queue_limits;
     fn nvme_rs_noio_save() -> c_uint;
     fn nvme_rs_noio_restore(flags: c_uint);
@@ -901,12 +902,17 @@ impl Disk {
         unsafe { bindings::set_capacity_and_notify(self.raw.as_ptr(), sectors) };
     }
 
-    /// Makes the disk visible (`/dev/<name>`), with `parent` as its device.
+    /// Makes the disk visible (`/dev/<name>`), with `parent` as its device, and its sysfs
+    /// attributes (`nsid`, `wwid`: the queue data must be a namespace).
     pub(crate) fn add(&mut self, parent: &kernel::device::Device) -> Result {
         let parent: *mut bindings::device = core::ptr::from_ref(parent).cast_mut().cast();
-        // SAFETY: A live disk not added yet, a live parent device.
+        // SAFETY: A live disk not added yet, a live parent device, static attribute groups.
         to_result(unsafe {
-            bindings::device_add_disk(parent, self.raw.as_ptr(), core::ptr::null_mut())
+            bindings::device_add_disk(
+                parent,
+                self.raw.as_ptr(),
+                nvme_rs_disk_attr_groups().cast_mut().cast(),
+            )
         })?;
         self.added = true;
         Ok(())

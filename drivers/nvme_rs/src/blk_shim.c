@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * One-line wrappers of the blk-mq static inline functions and macros that Rust cannot call, and the
- * (empty) block_device_operations, which only needs its owner. No driver logic lives here.
+ * One-line wrappers of the blk-mq static inline functions and macros that Rust cannot call, the
+ * (empty) block_device_operations, which only needs its owner, and the disks' sysfs attributes,
+ * which only the attribute macros define. No driver logic lives here.
  */
 #include <linux/module.h>
 
@@ -65,4 +66,28 @@ unsigned int nvme_rs_noio_save(void)
 void nvme_rs_noio_restore(unsigned int flags)
 {
 	memalloc_noio_restore(flags);
+}
+
+/*
+ * A disk's attributes, as C's namespaces have them: nsid and wwid. One show for both: namespace.rs
+ * tells them by name, from the namespace that is the disk's queue data.
+ */
+static ssize_t namespace_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	return nvme_rs_show_namespace(dev_to_disk(dev)->queue->queuedata, attr->attr.name, buf);
+}
+static struct device_attribute dev_attr_nsid = __ATTR(nsid, 0444, namespace_show, NULL);
+static struct device_attribute dev_attr_wwid = __ATTR(wwid, 0444, namespace_show, NULL);
+
+static struct attribute *nvme_rs_disk_attrs[] = {
+	&dev_attr_nsid.attr,
+	&dev_attr_wwid.attr,
+	NULL,
+};
+
+ATTRIBUTE_GROUPS(nvme_rs_disk);
+
+const struct attribute_group **nvme_rs_disk_attr_groups(void)
+{
+	return nvme_rs_disk_groups;
 }

@@ -22,5 +22,8 @@ struct request *nvme_rs_tag_to_rq(struct blk_mq_tags *tags, unsigned int tag);
 void *nvme_rs_page_address(struct page *page);
 bool nvme_rs_add_to_batch(struct request *rq, struct io_comp_batch *iob, bool is_error,
 			  void (*complete)(struct io_comp_batch *iob));
+const struct attribute_group **nvme_rs_disk_attr_groups(void);
+/* namespace.rs */
+ssize_t nvme_rs_show_namespace(void *namespace, const char *name, char *buf);
 
 #endif /* NVME_RS_BLK_SHIM_H */

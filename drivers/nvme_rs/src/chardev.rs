@@ -27,6 +27,7 @@ use kernel::{
 use crate::command::IdentifyController;
 use crate::passthrough::{capable_sys_admin, Passthrough, PassthruCmd, PassthruCmd64};
 use crate::reset;
+use crate::sysfs;
 
 /// The NVMe ioctls (`linux/nvme_ioctl.h`).
 const NVME_IOCTL_ADMIN_CMD: u32 = _IOWR::<PassthruCmd>(b'N' as u32, 0x41);
@@ -188,11 +189,13 @@ impl MiscDevice for ControllerFile {
         drop(gate);
     }
 
-    fn ioctl(gate: ArcBorrow<'_, Gate>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
+    fn ioctl(gate: ArcBorrow<'_, Gate>, file: &File, cmd: u32, arg: usize) -> Result<isize> {
+        // SAFETY: An open file, for the call.
+        let open_for_write = unsafe { nvme_rs_open_for_write(file.as_ptr().cast()) };
         gate.with_passthrough(|passthrough| match cmd {
             NVME_IOCTL_ADMIN_CMD => passthrough.admin::<PassthruCmd>(arg),
             NVME_IOCTL_ADMIN64_CMD => passthrough.admin::<PassthruCmd64>(arg),
-            NVME_IOCTL_IO_CMD => passthrough.io::<PassthruCmd>(arg),
+            NVME_IOCTL_IO_CMD => passthrough.io::<PassthruCmd>(arg, open_for_write),
             // C has no 64-bit I/O command on the controller's device.
             NVME_IOCTL_RESCAN => {
                 if !capable_sys_admin() {
@@ -229,6 +232,8 @@ extern "C" {
     // `c_void`: an attribute's type is not FFI-safe in Rust where lockdep is off (an empty
     // `lockdep_map`), though the pointer is.
     fn nvme_rs_controller_attr_groups() -> *const c_void;
+    /// Whether the file was opened for writing (`FMODE_WRITE`, as C asks).
+    fn nvme_rs_open_for_write(file: *mut c_void) -> bool;
 }
 
 /// The controller device's attribute groups, a NULL-terminated array of one.
@@ -271,34 +276,16 @@ unsafe extern "C" fn nvme_rs_show_identity(
 ) -> isize {
     // SAFETY: By the function's safety requirements.
     let (id, name) = unsafe { (&controller_device(dev).identity, CStr::from_char_ptr(name)) };
-    let mut number = [0u8; 5];
     let text: &[u8] = match name.to_bytes() {
         b"model" => &id.mn,
         b"serial" => &id.sn,
         b"firmware_rev" => &id.fr,
-        b"cntlid" => decimal(id.cntlid, &mut number),
+        // SAFETY: `buf` is a show's page (safety requirement).
+        b"cntlid" => return unsafe { sysfs::show_decimal(buf, id.cntlid.into()) },
         _ => return EINVAL.to_errno() as isize,
     };
-    let text = text.split(|&b| b == 0).next().unwrap_or_default();
-    // SAFETY: `buf` is a page (safety requirement); the text is at most 40 bytes and a newline.
-    unsafe {
-        core::ptr::copy_nonoverlapping(text.as_ptr(), buf, text.len());
-        *buf.add(text.len()) = b'\n';
-    }
-    text.len() as isize + 1
-}
-
-/// `value` in decimal, in `digits`.
-fn decimal(mut value: u16, digits: &mut [u8; 5]) -> &[u8] {
-    let mut start = digits.len();
-    loop {
-        start -= 1;
-        digits[start] = b'0' + (value % 10) as u8;
-        value /= 10;
-        if value == 0 {
-            return &digits[start..];
-        }
-    }
+    // SAFETY: As above.
+    unsafe { sysfs::show_bytes(buf, text) }
 }
 
 /// The store of `reset_controller`: resets the controller of misc device `dev`; 0 or an error.

@@ -2,9 +2,14 @@
 /*
  * The controller device's sysfs attributes, which only the DEVICE_ATTR_* macros define, as C's
  * /sys/class/nvme/nvme<C> has them: reset_controller, model, serial, firmware_rev and cntlid. What
- * each does or shows is chardev.rs's.
+ * each does or shows is chardev.rs's. And FMODE_WRITE, a macro bindgen cannot read.
  */
 #include "chardev_shim.h"
+
+bool nvme_rs_open_for_write(struct file *file)
+{
+	return file->f_mode & FMODE_WRITE;
+}
 
 static ssize_t reset_controller_store(struct device *dev, struct device_attribute *attr,
 				      const char *buf, size_t count)

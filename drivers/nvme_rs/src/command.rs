@@ -102,8 +102,10 @@ pub(crate) struct UserCommand {
     pub(crate) cdw10_15: [u32; 6],
 }
 
-/// Opcodes from here on are vendor specific.
-const VENDOR_SPECIFIC_OPCODES: u8 = 0xc0;
+/// Opcodes from here on may be vendor specific: the I/O command sets' are from 80h (the admin set's
+/// from C0h, but 80h to BFh are admin commands nobody but `CAP_SYS_ADMIN` may send anyway), as C
+/// counts them.
+const VENDOR_SPECIFIC_OPCODES: u8 = 0x80;
 /// The Fabrics command's opcode.
 const FABRICS: u8 = 0x7f;
 
@@ -235,11 +237,13 @@ pub(crate) const SC_HOST_ABORTED: u16 = 0x371;
 mod admin {
     pub(super) const DELETE_IO_SQ: u8 = 0x00;
     pub(super) const CREATE_IO_SQ: u8 = 0x01;
+    pub(super) const GET_LOG_PAGE: u8 = 0x02;
     pub(super) const DELETE_IO_CQ: u8 = 0x04;
     pub(super) const CREATE_IO_CQ: u8 = 0x05;
     pub(super) const IDENTIFY: u8 = 0x06;
     pub(super) const ABORT: u8 = 0x08;
     pub(super) const SET_FEATURES: u8 = 0x09;
+    pub(super) const ASYNC_EVENT_REQUEST: u8 = 0x0c;
     pub(super) const DOORBELL_BUFFER_CONFIG: u8 = 0x7c;
 }
 
@@ -262,6 +266,8 @@ pub(crate) enum Cns {
     Controller = 0x01,
     /// Active Namespace ID list, from above the NSID.
     ActiveNamespaces = 0x02,
+    /// Namespace Identification Descriptor list of the NSID.
+    NamespaceIdentifiers = 0x03,
     /// The I/O command set specific Identify Controller (of the NVM command set, CSI 0).
     NvmController = 0x06,
 }
@@ -286,15 +292,72 @@ impl From<Identify> for Command {
     }
 }
 
+/// Log pages this driver reads.
+#[derive(Clone, Copy)]
+#[repr(u32)]
+pub(crate) enum LogPage {
+    /// Changed Namespace List: the NSIDs whose attributes changed since it was last read (which
+    /// lets the controller report the next change).
+    ChangedNamespaces = 0x04,
+    /// Commands Supported and Effects (of the NVM command set, CSI 0).
+    CommandEffects = 0x05,
+}
+
+/// Get Log Page (admin, 02h): the first 4 KiB of log page `lid` into the buffer at `prp1`; of
+/// every namespace (NSID FFFFFFFFh) for the Changed Namespace List, as C asks for it.
+pub(crate) struct GetLogPage {
+    pub(crate) lid: LogPage,
+    pub(crate) prp1: DmaAddress,
+}
+
+impl From<GetLogPage> for Command {
+    fn from(get: GetLogPage) -> Self {
+        // Number of Dwords, 0's based, lower half in CDW10 (the upper half, CDW11, stays 0).
+        const NUMDL: u32 = (4096 / 4 - 1) << 16;
+        Self {
+            opcode: admin::GET_LOG_PAGE,
+            nsid: match get.lid {
+                LogPage::ChangedNamespaces => u32::MAX,
+                LogPage::CommandEffects => 0,
+            },
+            prp1: get.prp1,
+            cdw10: get.lid as u32 | NUMDL,
+            ..Self::default()
+        }
+    }
+}
+
 /// Set Features (admin, 09h), of the features this driver sets.
 pub(crate) enum SetFeatures {
     /// Number of Queues (07h): how many I/O submission queues (NSQR) and completion queues
     /// (NCQR) the driver asks for, at least one each. The command carries them 0's based.
     NumberOfQueues { nsqr: u16, ncqr: u16 },
+    /// Asynchronous Event Configuration (0Bh): which events the controller reports (the
+    /// `AEC_*` bits).
+    AsyncEventConfiguration { events: u32 },
 }
 
 /// Feature identifier: Number of Queues.
 const FEAT_NUMBER_OF_QUEUES: u32 = 0x07;
+/// Feature identifier: Asynchronous Event Configuration.
+const FEAT_ASYNC_EVENT_CONFIGURATION: u32 = 0x0b;
+/// Asynchronous Event Configuration: Namespace Attribute Notices.
+pub(crate) const AEC_NAMESPACE_ATTRIBUTE: u32 = 1 << 8;
+/// Identify Controller, Optional Asynchronous Events Supported: Namespace Attribute Notices.
+pub(crate) const OAES_NAMESPACE_ATTRIBUTE: u32 = 1 << 8;
+
+/// Asynchronous Event Request (admin, 0Ch): completes when the controller has an event to report,
+/// which its result (DW0) describes.
+pub(crate) struct AsyncEventRequest;
+
+impl From<AsyncEventRequest> for Command {
+    fn from(_: AsyncEventRequest) -> Self {
+        Self {
+            opcode: admin::ASYNC_EVENT_REQUEST,
+            ..Self::default()
+        }
+    }
+}
 
 impl From<SetFeatures> for Command {
     fn from(set: SetFeatures) -> Self {
@@ -303,6 +366,12 @@ impl From<SetFeatures> for Command {
                 opcode: admin::SET_FEATURES,
                 cdw10: FEAT_NUMBER_OF_QUEUES,
                 cdw11: (u32::from(ncqr - 1) << 16) | u32::from(nsqr - 1),
+                ..Self::default()
+            },
+            SetFeatures::AsyncEventConfiguration { events } => Self {
+                opcode: admin::SET_FEATURES,
+                cdw10: FEAT_ASYNC_EVENT_CONFIGURATION,
+                cdw11: events,
                 ..Self::default()
             },
         }
@@ -567,6 +636,8 @@ pub(crate) const OACS_DOORBELL_BUFFER_CONFIG: u16 = 1 << 8;
 pub(crate) const ONCS_DSM: u16 = 1 << 2;
 /// Identify Controller, Optional NVM Command Support: Write Zeroes.
 pub(crate) const ONCS_WRITE_ZEROES: u16 = 1 << 3;
+/// Identify Controller, Log Page Attributes: the Commands Supported and Effects log page exists.
+pub(crate) const LPA_COMMAND_EFFECTS: u8 = 1 << 1;
 /// Identify Controller, Volatile Write Cache: present.
 pub(crate) const VWC_PRESENT: u8 = 1 << 0;
 /// Identify Controller, SGL Support: SGLs supported for the NVM command set (either alignment).
@@ -575,16 +646,22 @@ pub(crate) const SGLS_SUPPORTED_MASK: u32 = 0x3;
 /// The fields of an Identify Controller data structure (4096 bytes) that this driver uses.
 #[derive(Clone, Copy)]
 pub(crate) struct IdentifyController {
+    /// PCI Vendor ID.
+    pub(crate) vid: u16,
     /// Serial Number, Model Number and Firmware Revision: ASCII, padded with spaces.
     pub(crate) sn: [u8; 20],
     pub(crate) mn: [u8; 40],
     pub(crate) fr: [u8; 8],
     /// Controller ID.
     pub(crate) cntlid: u16,
+    /// Optional Asynchronous Events Supported.
+    pub(crate) oaes: u32,
     /// Maximum Data Transfer Size, as a power of two of the minimum page size; 0 is no limit.
     pub(crate) mdts: u8,
     /// Optional Admin Command Support.
     pub(crate) oacs: u16,
+    /// Log Page Attributes.
+    pub(crate) lpa: u8,
     /// Number of Namespaces: the highest valid NSID.
     pub(crate) nn: u32,
     /// Optional NVM Command Support.
@@ -603,12 +680,15 @@ impl IdentifyController {
         }
         let bytes = |from: usize, to: usize| raw.get(from..to).ok_or(EINVAL);
         Ok(Self {
+            vid: u16::from_le_bytes([raw[0], raw[1]]),
             sn: bytes(4, 24)?.try_into().map_err(|_| EINVAL)?,
             mn: bytes(24, 64)?.try_into().map_err(|_| EINVAL)?,
             fr: bytes(64, 72)?.try_into().map_err(|_| EINVAL)?,
             cntlid: u16::from_le_bytes([raw[78], raw[79]]),
+            oaes: u32::from_le_bytes([raw[92], raw[93], raw[94], raw[95]]),
             mdts: raw[77],
             oacs: u16::from_le_bytes([raw[256], raw[257]]),
+            lpa: raw[261],
             nn: u32::from_le_bytes([raw[516], raw[517], raw[518], raw[519]]),
             oncs: u16::from_le_bytes([raw[520], raw[521]]),
             vwc: raw[525],

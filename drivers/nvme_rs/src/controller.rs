@@ -119,6 +119,36 @@ pub(crate) struct Controller<'a> {
     /// Test only (`test_lose_interrupts`): I/O interrupts are ignored until a timeout handler
     /// polls.
     losing_interrupts: AtomicBool,
+    /// Wakes the asynchronous event handler's thread, while there is one.
+    #[pin]
+    async_events_waker: Mutex<Option<AsyncEventsWaker>>,
+    /// The handler is to tell the controller which events to report and send it a request.
+    async_events_set_up: AtomicBool,
+    /// The handler is to scan the namespaces.
+    async_events_rescan: AtomicBool,
+}
+
+/// Wakes the thread of the IRQ requested with a cookie (`irq_wake_thread`).
+///
+/// # Invariants
+///
+/// `irq` is requested with `cookie` while the value exists.
+pub(crate) struct AsyncEventsWaker {
+    irq: u32,
+    cookie: *mut core::ffi::c_void,
+}
+
+// SAFETY: The cookie is only compared by `irq_wake_thread`, from any thread.
+unsafe impl Send for AsyncEventsWaker {}
+
+impl AsyncEventsWaker {
+    /// # Safety
+    ///
+    /// `irq` is requested with `cookie` and stays so while the returned value exists.
+    pub(crate) unsafe fn new(irq: u32, cookie: *mut core::ffi::c_void) -> Self {
+        // INVARIANT: by the function's safety requirement.
+        Self { irq, cookie }
+    }
 }
 
 impl<'a> Controller<'a> {
@@ -183,6 +213,9 @@ impl<'a> Controller<'a> {
             losing_interrupts: AtomicBool::new(
                 crate::compat::param(&crate::module_parameters::test_lose_interrupts) != 0,
             ),
+            async_events_waker <- new_mutex!(None, "nvme_rs:async_events"),
+            async_events_set_up: AtomicBool::new(false),
+            async_events_rescan: AtomicBool::new(false),
         })
         .pin_chain(|ctrl| ctrl.restart())
     }
@@ -325,6 +358,23 @@ impl<'a> Controller<'a> {
         result
     }
 
+    /// As [`Self::admin_command`], but `EBUSY` while a reset is under way (or the controller
+    /// sleeps), for a caller that is not the reset and will try again after it: a command the
+    /// disabled controller cannot answer would time out, and a timeout during a reset kills the
+    /// controller.
+    pub(crate) fn admin_command_unless_resetting<R>(
+        &self,
+        f: impl FnOnce(&mut AdminQueue<'a>, &Bar0<'a>) -> Result<R>,
+    ) -> Result<R> {
+        self.admin_command(|admin, bar| {
+            // Under the admin lock, under which a reset marks itself.
+            if self.is_resetting() {
+                return Err(EBUSY);
+            }
+            f(admin, bar)
+        })
+    }
+
     /// Test only: whether this completion is to be delivered again (`test_duplicate_completions`).
     #[inline]
     pub(crate) fn take_injected_duplicate(&self) -> bool {
@@ -449,6 +499,35 @@ impl<'a> Controller<'a> {
     pub(crate) fn set_removing(&self) {
         self.removing.store(true, Ordering::Release);
         drop(self.reset_lock.lock());
+    }
+
+    /// Installs, or withdraws (`None`), how to wake the asynchronous event handler.
+    pub(crate) fn set_async_events_waker(&self, waker: Option<AsyncEventsWaker>) {
+        *self.async_events_waker.lock() = waker;
+    }
+
+    /// Wakes the asynchronous event handler, if there is one, to tell the controller which events
+    /// to report and send it a request (both forgotten by a reset), and to scan the namespaces if
+    /// `rescan` (a reset may hide a change).
+    pub(crate) fn wake_async_events(&self, rescan: bool) {
+        self.async_events_set_up.store(true, Ordering::Release);
+        if rescan {
+            self.async_events_rescan.store(true, Ordering::Release);
+        }
+        if let Some(waker) = &*self.async_events_waker.lock() {
+            // SAFETY: The IRQ is requested with the cookie while the waker exists (type
+            // invariant).
+            unsafe { bindings::irq_wake_thread(waker.irq, waker.cookie) };
+        }
+    }
+
+    /// What [`Self::wake_async_events`] asked of the handler since it last looked: set the events
+    /// up, and scan.
+    pub(crate) fn take_async_events_work(&self) -> (bool, bool) {
+        (
+            self.async_events_set_up.swap(false, Ordering::AcqRel),
+            self.async_events_rescan.swap(false, Ordering::AcqRel),
+        )
     }
 
     /// Whether the driver is letting go of the controller.

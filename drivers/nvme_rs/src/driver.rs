@@ -16,7 +16,10 @@ mod command;
 mod compat;
 mod controller;
 mod dma_local;
+mod effects;
+mod events;
 mod faults;
+mod identifiers;
 mod io;
 mod namespace;
 mod passthrough;
@@ -24,8 +27,10 @@ mod prp;
 mod queue;
 mod regs;
 mod reset;
+mod scan;
 mod sgl;
 mod shadow;
+mod sysfs;
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
@@ -36,14 +41,17 @@ use kernel::{
     sync::Arc,
 };
 
-use blk::{Disk, TagSet};
+use blk::TagSet;
 use chardev::ControllerDevice;
 use controller::Controller;
 use dma_local::{Coherent, Gfp, Mask};
+use effects::Effects;
+use events::AsyncEvents;
 use io::{IoQueue, SentCounts};
-use namespace::{ControllerLimits, Namespace};
+use namespace::ControllerLimits;
 use passthrough::Passthrough;
 use reset::Stop;
+use scan::NamespaceSet;
 
 /// The module: the fault injection points, then the PCI driver with sleep and shutdown callbacks
 /// (`compat::pm`), registered as `kernel::module_driver!` does.
@@ -162,11 +170,15 @@ impl Drop for Instance {
 /// A bound NVMe controller. It is built step by step in probe, and `Drop` tears down whatever
 /// exists, in the order that keeps the controller from touching freed memory.
 pub(crate) struct Nvme<'bound> {
+    /// The asynchronous event handler, last of all in probe.
+    events: Option<Pin<KBox<AsyncEvents<'bound>>>>,
     /// `/dev/rsnvme<C>`, once the disks are there.
     chardev: Option<Pin<KBox<ControllerDevice<'bound>>>>,
-    disks: KVec<Disk>,
-    tag_set: Option<TagSet>,
-    namespaces: KVec<KBox<Namespace>>,
+    /// The namespaces and their disks, on the tag set.
+    namespaces: Option<Arc<NamespaceSet<'bound>>>,
+    /// Shared with the namespace set, whose disks are on it; freed once both let go, after the
+    /// set deleted its disks.
+    tag_set: Option<Arc<TagSet>>,
     io_queues: KVec<Pin<KBox<IoQueue<'bound>>>>,
     ctrl: Arc<Controller<'bound>>,
     vectors: Option<compat::IrqVectors<'bound>>,
@@ -225,21 +237,15 @@ impl<'bound> Nvme<'bound> {
     /// Freezes the disks' queues (new requests wait) and waits, an I/O timeout at most, for the
     /// requests in them to end.
     fn freeze(&self) {
-        for disk in self.disks.iter() {
-            disk.start_freeze();
-        }
-        let timeout = io::timeout_jiffies();
-        for disk in self.disks.iter() {
-            if !disk.wait_frozen(timeout) {
-                dev_warn!(self.ctrl.pdev, "I/O still in flight at suspend\n");
-            }
+        if let Some(namespaces) = &self.namespaces {
+            namespaces.freeze_all();
         }
     }
 
     /// Lets requests into the disks' queues again, after [`Nvme::freeze`].
     fn thaw(&self) {
-        for disk in self.disks.iter() {
-            disk.unfreeze();
+        if let Some(namespaces) = &self.namespaces {
+            namespaces.thaw_all();
         }
     }
 
@@ -248,7 +254,12 @@ impl<'bound> Nvme<'bound> {
     fn probe(pdev: &'bound pci::Device<Bound>) -> Result<Self> {
         // SAFETY: The first step: nothing is allocated or mapped yet.
         unsafe { set_dma_limits(pdev) }?;
+        // As C, the controller is enabled with an interrupt vector allocated: QEMU's controller
+        // ties its admin queue to vector 0 only if interrupts are set up then, and would never
+        // signal an admin completion (an asynchronous event) otherwise.
+        let vector = compat::alloc_irq_vectors(pdev, 1, 1)?;
         let mut nvme = Nvme::enable(pdev)?;
+        nvme.vectors = Some(vector);
         let ctrl = nvme.ctrl.clone();
         let depth = io::queue_depth(&ctrl)?;
         // For every Identify; a timed-out one resets or kills the controller (`admin_command`),
@@ -256,7 +267,8 @@ impl<'bound> Nvme<'bound> {
         let buf = Coherent::<u8>::alloc(pdev.as_ref(), admin::IDENTIFY_SIZE, Gfp::KERNEL)?;
         let (id, nvm_id) = ctrl.identify(&buf)?;
         let limits = ControllerLimits::new(&ctrl, &id, &nvm_id);
-        io::create_queues(
+        let effects = Effects::read(&ctrl, &id, &buf)?;
+        let admin_irq = io::create_queues(
             &ctrl,
             depth,
             limits.sgls(),
@@ -264,33 +276,30 @@ impl<'bound> Nvme<'bound> {
             &mut nvme.io_queues,
         )?;
         ctrl.enable_shadow_doorbells(&id);
-        let tag_set = nvme.tag_set.insert(io::alloc_tag_set(&nvme.io_queues)?);
+        let tag_set = nvme
+            .tag_set
+            .insert(Arc::new(io::alloc_tag_set(&nvme.io_queues)?, GFP_KERNEL)?);
         ctrl.set_tag_set(tag_set.as_raw());
         io::steer_interrupts(tag_set, &nvme.io_queues)?;
-        // SAFETY: `Drop` deletes the disks before the namespaces go.
-        unsafe {
-            namespace::alloc_disks(
-                &ctrl,
-                &buf,
-                &limits,
-                tag_set,
-                nvme.instance.0,
-                &mut nvme.namespaces,
-                &mut nvme.disks,
-            )
-        }?;
-        namespace::add_disks(&ctrl, &mut nvme.disks)?;
-        // SAFETY: The disks stay until `Drop`, which drops the controller device before them.
-        let passthrough = unsafe {
-            Passthrough::new(
-                ctrl.clone(),
-                (&id, &nvm_id),
-                limits.max_transfer,
-                &nvme.namespaces,
-                &nvme.disks,
-            )
-        }?;
+        let namespaces = nvme.namespaces.insert(NamespaceSet::new(
+            ctrl.clone(),
+            (&id, &nvm_id),
+            tag_set.clone(),
+            nvme.instance.0,
+        )?);
+        namespaces.scan_at_probe(&buf)?;
+        let passthrough = Passthrough::new(
+            ctrl.clone(),
+            namespaces.clone(),
+            effects,
+            limits.max_transfer,
+        );
         nvme.chardev = Some(ControllerDevice::new(passthrough, nvme.instance.0)?);
+        // With a vector of its own, the admin queue tells of namespaces that come and go.
+        if let Some(irq) = admin_irq {
+            let namespaces = nvme.namespaces.clone().ok_or(EINVAL)?;
+            nvme.events = Some(AsyncEvents::start(ctrl.clone(), namespaces, id.oaes, irq)?);
+        }
         nvme.announce(&limits);
         Ok(nvme)
     }
@@ -299,10 +308,10 @@ impl<'bound> Nvme<'bound> {
     /// ([`Controller::new`]), and takes a controller number for the disks' names.
     fn enable(pdev: &'bound pci::Device<Bound>) -> Result<Self> {
         Ok(Nvme {
+            events: None,
             chardev: None,
-            disks: KVec::new(),
+            namespaces: None,
             tag_set: None,
-            namespaces: KVec::new(),
             io_queues: KVec::new(),
             ctrl: Arc::pin_init(
                 Controller::new(pdev, io::cancel_all, reset::reset),
@@ -324,7 +333,7 @@ impl<'bound> Nvme<'bound> {
             } else {
                 ""
             },
-            self.disks.len(),
+            self.namespaces.as_ref().map_or(0, |set| set.count()),
             limits.max_transfer / 1024
         );
     }
@@ -346,19 +355,25 @@ unsafe fn set_dma_limits(pdev: &pci::Device<Bound>) -> Result {
 
 impl Drop for Nvme<'_> {
     fn drop(&mut self) {
-        // No ioctl runs or starts from here on, nor a reset through the device.
+        // No reset runs or starts from here on, and an admin passthrough command gives up waiting
+        // (the controller is disabled below before its buffer goes), as C's removal does not wait
+        // for one; then no ioctl runs or starts.
+        let ctrl = self.ctrl.clone();
+        ctrl.set_removing();
         if let Some(device) = &self.chardev {
             device.close();
         }
-        let ctrl = self.ctrl.clone();
-        ctrl.set_removing();
         if !ctrl.is_present() {
             // Surprise removal: nothing will complete, so end everything in flight now, or deleting
             // the disks would wait for it forever.
             ctrl.kill();
         }
+        // No scan starts from here on: the event handler's thread has finished.
+        self.events = None;
         // Deleting a disk waits for its I/O.
-        self.disks.clear();
+        if let Some(namespaces) = &self.namespaces {
+            namespaces.close();
+        }
         let sent = self
             .io_queues
             .iter()
@@ -404,8 +419,8 @@ impl Drop for Nvme<'_> {
         ctrl.stop();
         ctrl.forget_irqs();
         ctrl.set_tag_set(core::ptr::null_mut());
+        self.namespaces = None;
         self.tag_set = None;
         self.io_queues.clear();
-        self.namespaces.clear();
     }
 }

@@ -59,16 +59,18 @@ pub(crate) fn queue_depth(ctrl: &Controller<'_>) -> Result<u16> {
     Ok(depth.min(ctrl.cap.max_queue_entries()) as u16)
 }
 
-/// Asks for one I/O queue pair per CPU (Set Features, Number of Queues), takes an interrupt
-/// vector for each pair granted into `vectors`, and creates as many pairs as there are vectors,
-/// of `depth` entries each, into `queues`. `sgls`: whether the controller takes SGLs.
+/// Asks for one I/O queue pair per CPU (Set Features, Number of Queues), takes interrupt vectors
+/// into `vectors`, vector 0 for the admin queue and one for each pair granted, and creates as many
+/// pairs as there are vectors for them, of `depth` entries each, into `queues`. `sgls`: whether
+/// the controller takes SGLs. Returns the admin queue's IRQ, unless the device has a single vector,
+/// which the first I/O queue then shares (the admin queue's interrupts are not used then).
 pub(crate) fn create_queues<'a>(
     ctrl: &Arc<Controller<'a>>,
     depth: u16,
     sgls: bool,
     vectors: &mut Option<compat::IrqVectors<'a>>,
     queues: &mut KVec<Pin<KBox<IoQueue<'a>>>>,
-) -> Result {
+) -> Result<Option<u32>> {
     let sgl_threshold = sgls.then_some(match param(&crate::module_parameters::sgl_threshold) {
         0 => usize::MAX,
         bytes => bytes as usize,
@@ -76,22 +78,35 @@ pub(crate) fn create_queues<'a>(
     // One I/O queue pair per CPU, as far as the controller and the interrupt vectors go.
     let wanted = kernel::cpu::nr_cpu_ids().clamp(1, MAX_IO_QUEUES as u32) as u16;
     let granted = ctrl.admin_command(|admin, bar| admin.set_number_of_queues(bar, wanted))?;
-    let vectors = vectors.insert(compat::alloc_irq_vectors(ctrl.pdev, 1, u32::from(granted))?);
-    let count = usize::from(granted).min(vectors.len());
+    // The vector the controller was enabled with goes first: a device's vectors are allocated
+    // at once.
+    *vectors = None;
+    let vectors = vectors.insert(compat::alloc_irq_vectors(
+        ctrl.pdev,
+        1,
+        u32::from(granted) + 1,
+    )?);
+    // Vector 0 is the admin queue's (the specification's choice) and, with only one, everyone's.
+    let first_io_vector = usize::from(vectors.len() > 1);
+    let count = usize::from(granted).min(vectors.len() - first_io_vector);
     queues.reserve(count, GFP_KERNEL)?;
     for index in 0..count {
-        let irq = compat::vector_irq(vectors, index)?;
+        let vector = index + first_io_vector;
+        let irq = compat::vector_irq(vectors, vector)?;
         let queue = IoQueue::new(
             ctrl.clone(),
             index as u16 + 1,
             depth,
-            index as u16,
+            vector as u16,
             irq,
             sgl_threshold,
         )?;
         queues.push(queue, GFP_KERNEL)?;
     }
-    Ok(())
+    match first_io_vector {
+        0 => Ok(None),
+        _ => compat::vector_irq(vectors, 0).map(Some),
+    }
 }
 
 /// Creates I/O queue pair `qid` of `depth` entries on the controller, the CQ at `cq` first, its

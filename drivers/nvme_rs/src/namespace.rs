@@ -12,8 +12,10 @@ use crate::blk::{Disk, DiskConfig, Request, TagSet};
 use crate::command::{self, Cns, IdentifyController, IdentifyNvmController};
 use crate::controller::Controller;
 use crate::dma_local::{self, Coherent};
+use crate::identifiers::Identifiers;
 use crate::prp;
 use crate::regs;
+use crate::sysfs;
 
 /// A namespace as its disk's requests see it (the disk's `queuedata`). Its format may change under
 /// the driver (Format NVM, namespace management through passthrough): [`revalidate`] follows it
@@ -28,6 +30,8 @@ pub(crate) struct Namespace {
     /// The format in use is one this driver serves; otherwise the disk has no capacity and every
     /// request, passthrough included, fails before it reaches the controller.
     usable: AtomicBool,
+    /// The world-wide name the disk's `wwid` attribute shows, without its newline.
+    wwid: KVec<u8>,
 }
 
 impl Namespace {
@@ -42,6 +46,21 @@ impl Namespace {
     #[inline]
     pub(crate) fn is_usable(&self) -> bool {
         self.usable.load(Ordering::Relaxed)
+    }
+
+    /// Whether namespace `nsid` of `ctrl` (identified as `id`) is still the one named `wwid`, as
+    /// the controller now identifies it (through `buf`): a namespace deleted and created again
+    /// under the same NSID is another (C's `nvme_validate_ns` compares the identifiers). An error
+    /// if the controller does not say.
+    pub(crate) fn is_still(
+        &self,
+        ctrl: &Controller<'_>,
+        id: &IdentifyController,
+        buf: &Coherent<'_, u8>,
+    ) -> Result<bool> {
+        let raw = IdentifyNamespace::read(ctrl, buf, self.nsid)?;
+        let wwid = Identifiers::read(ctrl, buf, self.nsid, &raw)?.wwid(id, self.nsid)?;
+        Ok(wwid == self.wwid)
     }
 
     /// Leaves the namespace unusable and its disk without capacity: its format is not known.
@@ -92,11 +111,16 @@ struct AtomicWrite {
 impl IdentifyNamespace {
     /// Identifies namespace `nsid` through `buf`.
     fn identify(ctrl: &Controller<'_>, buf: &Coherent<'_, u8>, nsid: u32) -> Result<Self> {
+        Self::parse(&Self::read(ctrl, buf, nsid)?)
+    }
+
+    /// The raw data structure of namespace `nsid`, through `buf`.
+    fn read(ctrl: &Controller<'_>, buf: &Coherent<'_, u8>, nsid: u32) -> Result<KVec<u8>> {
         // A timed-out Identify resets or kills the controller (`admin_command`), which disables it,
         // before `buf` can go.
-        let data =
-            ctrl.admin_command(|admin, bar| admin.identify(bar, Cns::Namespace, nsid, buf))?;
-        Self::parse(&data)
+        ctrl.admin_command_unless_resetting(|admin, bar| {
+            admin.identify(bar, Cns::Namespace, nsid, buf)
+        })
     }
 
     /// Reads the fields from the raw data structure.
@@ -266,74 +290,93 @@ impl IdentifyNamespace {
     }
 }
 
-/// Identifies every active namespace of `ctrl` (through `buf`) and makes a disk for each one this
-/// driver serves, `/dev/rsnvme<instance>n<NSID>`, on `tag_set`, with `limits`: the namespaces go
-/// to `namespaces` and their disks to `disks`, which are not added yet ([`add_disks`]).
-///
-/// # Safety
-///
-/// `disks` is dropped before `namespaces`: a disk's queue data points into its namespace.
-pub(crate) unsafe fn alloc_disks(
+/// The active NSIDs of `ctrl` (up to its number of namespaces, `id`), in the order the controller
+/// lists them (ascending), through `buf`.
+pub(crate) fn active_nsids(
     ctrl: &Controller<'_>,
+    id: &IdentifyController,
     buf: &Coherent<'_, u8>,
-    limits: &ControllerLimits<'_>,
-    tag_set: &TagSet,
-    instance: u32,
-    namespaces: &mut KVec<KBox<Namespace>>,
-    disks: &mut KVec<Disk>,
-) -> Result {
-    let list =
-        ctrl.admin_command(|admin, bar| admin.identify(bar, Cns::ActiveNamespaces, 0, buf))?;
+) -> Result<KVec<u32>> {
+    let list = ctrl.admin_command_unless_resetting(|admin, bar| {
+        admin.identify(bar, Cns::ActiveNamespaces, 0, buf)
+    })?;
+    let mut nsids = KVec::new();
     for nsid in list
         .chunks_exact(4)
         .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .take_while(|&nsid| nsid != 0 && nsid <= limits.id.nn)
+        .take_while(|&nsid| nsid != 0 && nsid <= id.nn)
     {
-        let ns = IdentifyNamespace::identify(ctrl, buf, nsid)?;
+        nsids.push(nsid, GFP_KERNEL)?;
+    }
+    Ok(nsids)
+}
+
+/// A namespace and its disk.
+///
+/// # Invariants
+///
+/// The disk's queue data is the boxed namespace, which outlives it: `disk` is dropped first.
+pub(crate) struct NamespaceDisk {
+    disk: Disk,
+    namespace: KBox<Namespace>,
+    /// The NSID now names another namespace: the disk is to be deleted (and another added).
+    replaced: bool,
+}
+
+impl NamespaceDisk {
+    /// Identifies namespace `nsid` of `ctrl`, identified as `id` (through `buf`), and makes its
+    /// disk, `/dev/rsnvme<instance>n<nsid>`, on `tag_set`, with `limits`, not added yet
+    /// ([`Self::add`]); `None` for a namespace whose format this driver does not serve.
+    ///
+    /// # Safety
+    ///
+    /// `tag_set` outlives the returned value.
+    pub(crate) unsafe fn new(
+        ctrl: &Controller<'_>,
+        buf: &Coherent<'_, u8>,
+        limits: &ControllerLimits<'_>,
+        tag_set: &TagSet,
+        instance: u32,
+        nsid: u32,
+    ) -> Result<Option<Self>> {
+        let raw = IdentifyNamespace::read(ctrl, buf, nsid)?;
+        let ns = IdentifyNamespace::parse(&raw)?;
         if !ns.supported() {
             dev_info!(
                 ctrl.pdev,
                 "namespace {} skipped: unsupported format\n",
                 nsid
             );
-            continue;
+            return Ok(None);
         }
+        let wwid = Identifiers::read(ctrl, buf, nsid, &raw)?.wwid(limits.id, nsid)?;
         let namespace = KBox::new(
             Namespace {
                 nsid,
                 lba_shift: AtomicU32::new(ns.lba_shift),
                 blocks: AtomicU64::new(ns.nsze),
                 usable: AtomicBool::new(true),
+                wwid,
             },
             GFP_KERNEL,
         )?;
         let name = CString::try_from_fmt(fmt!("rsnvme{}n{}", instance, nsid))?;
-        let config = ns.disk_config(&name, limits);
-        // The namespace goes into `namespaces` before its disk exists, and the disk into `disks`
-        // without a failure in between: `disks` goes first (safety requirement).
-        disks.reserve(1, GFP_KERNEL)?;
-        namespaces.push(namespace, GFP_KERNEL)?;
-        let queuedata = namespaces
-            .last()
-            .map(|namespace| core::ptr::from_ref::<Namespace>(namespace).cast_mut())
-            .ok_or(EINVAL)?;
-        // SAFETY: The namespace is boxed (its address does not move) in `namespaces`, which
-        // outlives `disks` (safety requirement), where the disk goes.
-        let disk = unsafe { Disk::new(tag_set, &config, queuedata.cast())? };
-        // Does not allocate: reserved above.
-        disks.push_within_capacity(disk).map_err(|_| ENOMEM)?;
+        let queuedata = core::ptr::from_ref::<Namespace>(&namespace).cast_mut();
+        // SAFETY: The namespace is boxed (its address does not move) and outlives the disk
+        // (dropped after it, type invariant).
+        let disk = unsafe { Disk::new(tag_set, &ns.disk_config(&name, limits), queuedata.cast())? };
+        // INVARIANT: the disk's queue data is the namespace.
+        Ok(Some(Self {
+            disk,
+            namespace,
+            replaced: false,
+        }))
     }
-    Ok(())
-}
 
-/// Adds the disks to the system. Every disk has joined the tag set before the first is added,
-/// because adding one starts I/O (the partition scan): a queue joining later would wait for that
-/// I/O (the set's queues are frozen when it becomes shared), and would miss the quiesce of a
-/// `kill` that I/O caused, then be unquiesced with the rest (a warning in blk-mq). Fails if the
-/// controller stops answering meanwhile.
-pub(crate) fn add_disks(ctrl: &Controller<'_>, disks: &mut KVec<Disk>) -> Result {
-    for disk in disks.iter_mut() {
-        disk.add(ctrl.pdev.as_ref())?;
+    /// Adds the disk to the system, as a device of `ctrl`'s. Fails if the controller stops
+    /// answering meanwhile (adding a disk reads its partition table).
+    pub(crate) fn add(&mut self, ctrl: &Controller<'_>) -> Result {
+        self.disk.add(ctrl.pdev.as_ref())?;
         if ctrl.is_dead() {
             dev_err!(
                 ctrl.pdev,
@@ -341,8 +384,54 @@ pub(crate) fn add_disks(ctrl: &Controller<'_>, disks: &mut KVec<Disk>) -> Result
             );
             return Err(EIO);
         }
+        Ok(())
     }
-    Ok(())
+
+    /// The namespace.
+    pub(crate) fn namespace(&self) -> &Namespace {
+        &self.namespace
+    }
+
+    /// The namespace's disk.
+    pub(crate) fn disk(&self) -> &Disk {
+        &self.disk
+    }
+
+    /// Marks the disk as one to delete: its NSID names another namespace now.
+    pub(crate) fn set_replaced(&mut self) {
+        self.replaced = true;
+    }
+
+    /// Whether [`Self::set_replaced`] marked it.
+    pub(crate) fn is_replaced(&self) -> bool {
+        self.replaced
+    }
+}
+
+/// The show of a disk's `nsid` and `wwid` (the attribute `name`), as C's: the NSID in decimal, or
+/// the world-wide name, and a newline. Returns the bytes written to `buf`, a page.
+///
+/// # Safety
+///
+/// `namespace` is the queue data of a disk whose attribute is being shown (a live [`Namespace`]:
+/// deleting the disk waits for a show in progress), `name` the attribute's NUL-terminated name and
+/// `buf` the page that sysfs hands a show.
+#[no_mangle]
+unsafe extern "C" fn nvme_rs_show_namespace(
+    namespace: *mut core::ffi::c_void,
+    name: *const kernel::ffi::c_char,
+    buf: *mut u8,
+) -> isize {
+    // SAFETY: By the function's safety requirements.
+    let (namespace, name) = unsafe { (&*namespace.cast::<Namespace>(), CStr::from_char_ptr(name)) };
+    // SAFETY: `buf` is a show's page (safety requirement).
+    unsafe {
+        match name.to_bytes() {
+            b"nsid" => sysfs::show_decimal(buf, namespace.nsid),
+            b"wwid" => sysfs::show_bytes(buf, &namespace.wwid),
+            _ => EINVAL.to_errno() as isize,
+        }
+    }
 }
 
 /// Identifies `namespace` again (through `buf`) and brings its disk in line with the format the

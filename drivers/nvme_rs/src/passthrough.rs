@@ -11,25 +11,26 @@
 //! caller gets its `data_len` bytes. The buffer is zeroed before every command, so that no command
 //! sees another's data.
 
-use core::{mem::offset_of, ptr::NonNull};
+use core::mem::offset_of;
 
 use kernel::{
     bindings,
     device::{Bound, Device},
     ffi::c_int,
     prelude::*,
+    sync::Arc,
     transmute::{AsBytes, FromBytes},
     uaccess::{UserPtr, UserSlice},
 };
 
-use crate::admin::IDENTIFY_SIZE;
-use crate::blk::{self, Disk};
-use crate::command::{Command, IdentifyController, IdentifyNvmController, UserCommand};
+use crate::blk::Disk;
+use crate::command::{Command, IdentifyController, UserCommand};
 use crate::controller::Controller;
 use crate::dma_local::{Coherent, Gfp};
+use crate::effects::Effects;
 use crate::io::{self, UserCompletion};
-use crate::namespace::{self, ControllerLimits, Namespace};
 use crate::regs::PAGE_SIZE;
+use crate::scan::NamespaceSet;
 
 /// `struct nvme_passthru_cmd` (`linux/nvme_ioctl.h`), also `struct nvme_admin_cmd`.
 #[repr(C)]
@@ -276,78 +277,49 @@ impl<'a> Bounce<'a> {
 
 /// A controller's passthrough: its bounce buffer, made at the first command.
 pub(crate) struct Passthrough<'a> {
-    ctrl: kernel::sync::Arc<Controller<'a>>,
-    /// Identify Controller, and its NVM command set part: the disks' limits, for a namespace
-    /// whose format changes.
-    id: (IdentifyController, IdentifyNvmController),
+    ctrl: Arc<Controller<'a>>,
+    /// The controller's namespaces and their disks.
+    namespaces: Arc<NamespaceSet<'a>>,
     /// The largest data transfer, and the bounce buffer's size.
     max_transfer: usize,
-    /// The namespaces with a disk, each with its disk.
-    disks: KVec<NamespaceDisk>,
+    /// What each command does besides moving its data.
+    effects: Effects,
+    /// A command said it changed the controller's capabilities (said once).
+    capabilities_changed: bool,
     bounce: Option<Bounce<'a>>,
 }
 
-// SAFETY: The namespaces and disks are only used by the thread that holds the passthrough, and
-// both may be used from any thread.
-unsafe impl Send for Passthrough<'_> {}
-
 /// Where a passthrough command goes.
 #[derive(Clone, Copy)]
-enum Target {
+enum Target<'d> {
     /// The admin queue.
     Admin,
     /// Namespace `nsid`'s disk, as a driver-private request on its queue.
-    Namespace(u32, NonNull<Disk>),
-}
-
-/// Admin commands that may change the format of a namespace or which namespaces there are: Format
-/// NVM and Sanitize (C's built-in effects: LBCC, NCC, CSE), Namespace Management and Attachment
-/// (NIC, NCC in the effects log QEMU reports). The disks' queues are frozen around them, and the
-/// namespaces identified again after, as C's `nvme_passthru_start` and `nvme_passthru_end` do.
-fn changes_namespaces(opcode: u8) -> bool {
-    const NAMESPACE_MANAGEMENT: u8 = 0x0d;
-    const NAMESPACE_ATTACHMENT: u8 = 0x15;
-    const FORMAT_NVM: u8 = 0x80;
-    const SANITIZE: u8 = 0x84;
-    matches!(
-        opcode,
-        NAMESPACE_MANAGEMENT | NAMESPACE_ATTACHMENT | FORMAT_NVM | SANITIZE
-    )
+    Namespace(u32, &'d Disk),
 }
 
 impl<'a> Passthrough<'a> {
-    /// Passthrough to `ctrl`, identified as `id`, whose transfers are at most `max_transfer`
-    /// bytes, with a disk of `disks` for each namespace of `namespaces`, in the same order.
-    ///
-    /// # Safety
-    ///
-    /// The namespaces and the disks outlive the returned value.
-    pub(crate) unsafe fn new(
-        ctrl: kernel::sync::Arc<Controller<'a>>,
-        id: (&IdentifyController, &IdentifyNvmController),
+    /// Passthrough to `ctrl`, with `namespaces`, whose commands have `effects` and whose
+    /// transfers are at most `max_transfer` bytes.
+    pub(crate) fn new(
+        ctrl: Arc<Controller<'a>>,
+        namespaces: Arc<NamespaceSet<'a>>,
+        effects: Effects,
         max_transfer: usize,
-        namespaces: &[KBox<Namespace>],
-        disks: &[Disk],
-    ) -> Result<Self> {
-        let mut pairs = KVec::with_capacity(disks.len(), GFP_KERNEL)?;
-        for (namespace, disk) in namespaces.iter().zip(disks) {
-            pairs.push(
-                (NonNull::from(&**namespace), NonNull::from(disk)),
-                GFP_KERNEL,
-            )?;
-        }
-        Ok(Self {
+    ) -> Self {
+        Self {
             ctrl,
-            id: (*id.0, *id.1),
+            namespaces,
             max_transfer,
-            disks: pairs,
+            effects,
+            capabilities_changed: false,
             bounce: None,
-        })
+        }
     }
 
     /// The controller's Identify Controller data, as read at probe.
     pub(crate) fn identity(&self) -> &IdentifyController {
-        &self.id.0
+        self.namespaces.identity()
     }
 
     /// The controller.
@@ -361,52 +333,56 @@ impl<'a> Passthrough<'a> {
     /// `EACCES` for a command the caller may not send, `EINTR` for one the controller did not
     /// complete in time). The result goes back to the structure whenever the command completed.
     pub(crate) fn admin<C: Passthru>(&mut self, arg: usize) -> Result<isize> {
-        self.send::<C>(arg, Target::Admin)
+        self.send::<C>(arg, Target::Admin, false)
     }
 
     /// Sends the I/O command of the `C` at user address `arg` to the controller's only namespace
     /// (C's `nvme_dev_user_cmd`, the deprecated `NVME_IOCTL_IO_CMD` on the controller's device):
     /// `ENOTTY` without a namespace and `EINVAL` with several, where it is ambiguous, as from C.
-    /// Otherwise as [`Self::admin`], but for who may send it: only `CAP_SYS_ADMIN` (C also lets
-    /// others send what the controller's Commands Supported and Effects log says is harmless,
-    /// which this driver does not read), and the NSID must be the namespace's (`EINVAL`).
-    pub(crate) fn io<C: Passthru>(&mut self, arg: usize) -> Result<isize> {
-        let &[(namespace, disk)] = self.disks.as_slice() else {
-            if self.disks.is_empty() {
-                return Err(ENOTTY);
-            }
-            dev_warn!(
-                self.ctrl.pdev,
-                "NVME_IOCTL_IO_CMD not supported when multiple namespaces present\n"
-            );
-            return Err(EINVAL);
-        };
-        // SAFETY: The namespaces outlive `self` (`new`'s safety requirement).
-        let nsid = unsafe { namespace.as_ref() }.nsid;
-        self.send::<C>(arg, Target::Namespace(nsid, disk))
+    /// Otherwise as [`Self::admin`], but for who may send it: `CAP_SYS_ADMIN`, or anyone for a
+    /// command [`Effects::io_harmless`] says is, through a file `open_for_write` or not; and the
+    /// NSID must be the namespace's (`EINVAL`).
+    pub(crate) fn io<C: Passthru>(&mut self, arg: usize, open_for_write: bool) -> Result<isize> {
+        let namespaces = self.namespaces.clone();
+        // The disk stays while the command runs: no scan deletes it meanwhile.
+        namespaces.with_only_namespace(|only| {
+            let target = Target::Namespace(only.namespace().nsid, only.disk());
+            self.send::<C>(arg, target, open_for_write)
+        })
     }
 
-    /// Identifies every namespace with a disk again and brings the disks in line with what the
-    /// controller says (`NVME_IOCTL_RESCAN`; C queues its scan work): a disk whose format or size
-    /// changed is frozen while it changes. Namespaces added since probe get no disk, nor do removed
-    /// ones lose theirs: theirs get capacity 0.
+    /// Scans the namespaces again (`NVME_IOCTL_RESCAN`; C queues its scan work and waits for it):
+    /// disks follow their namespaces' formats, the disks of namespaces that are gone are deleted,
+    /// new namespaces get disks.
     pub(crate) fn rescan(&mut self) -> Result {
-        self.revalidate()
+        self.namespaces.rescan()
     }
 
-    /// Identifies every namespace with a disk again, freezing a disk whose format changed.
-    fn revalidate(&self) -> Result {
-        let buf = Coherent::<u8>::alloc(self.ctrl.pdev.as_ref(), IDENTIFY_SIZE, Gfp::KERNEL)?;
-        revalidate(&self.ctrl, &self.id, &self.disks, &buf, false)
+    /// Whether the caller may send I/O command `command` through a file `open_for_write` or not
+    /// (C's `nvme_cmd_allowed` for a namespace): vendor specific and Fabrics commands, whose
+    /// effects nobody knows, and any the effects do not say are harmless take `CAP_SYS_ADMIN`.
+    fn io_allowed(&self, command: &UserCommand, open_for_write: bool) -> bool {
+        let harmless = !command.is_vendor_or_fabrics()
+            && self.effects.io_harmless(command.opcode, open_for_write);
+        harmless || capable_sys_admin()
     }
 
     /// Checks the command of the `C` at user address `arg`, moves its data through the bounce
-    /// buffer and sends it to `target`.
-    fn send<C: Passthru>(&mut self, arg: usize, target: Target) -> Result<isize> {
+    /// buffer and sends it to `target`, for a caller whose file is `open_for_write` or not.
+    fn send<C: Passthru>(
+        &mut self,
+        arg: usize,
+        target: Target<'_>,
+        open_for_write: bool,
+    ) -> Result<isize> {
         let cmd: C = UserSlice::new(UserPtr::from_addr(arg), size_of::<C>())
             .reader()
             .read()?;
         let request = cmd.request();
+        // Removal has begun: a command given up may still own the bounce buffer.
+        if self.ctrl.is_removing() {
+            return Err(ENODEV);
+        }
         if request.flags != 0 {
             return Err(EINVAL);
         }
@@ -421,7 +397,9 @@ impl<'a> Passthrough<'a> {
                 );
                 return Err(EINVAL);
             }
-            Target::Namespace(..) if !capable_sys_admin() => return Err(EACCES),
+            Target::Namespace(..) if !self.io_allowed(&request.command, open_for_write) => {
+                return Err(EACCES)
+            }
             _ => {}
         }
         // The controller's device has no namespace, and this driver's namespaces no metadata.
@@ -434,8 +412,10 @@ impl<'a> Passthrough<'a> {
         }
         let data = UserPtr::from_addr(request.addr as usize);
         let to_device = request.command.to_device();
-        let changes_namespaces =
-            matches!(target, Target::Admin) && changes_namespaces(request.command.opcode);
+        let opcode = request.command.opcode;
+        let is_admin = matches!(target, Target::Admin);
+        let must_run_alone = is_admin && self.effects.must_run_alone(opcode);
+        let changes_namespaces = is_admin && self.effects.changes_namespaces(opcode);
         // What may fault on user memory or allocate comes first: while the disks are frozen, I/O
         // to them (a page fault, reclaim) would wait for this thread.
         let bounce = match &mut self.bounce {
@@ -447,30 +427,36 @@ impl<'a> Passthrough<'a> {
         let mut command = Command::from(request.command);
         command.set_prps(prp1, prp2);
         // Nothing in flight may use a format the command changes; the namespaces are identified
-        // again after it, whatever its answer, before the disks thaw.
-        let frozen = if changes_namespaces {
-            Some(Frozen::new(&self.ctrl, &self.id, &self.disks)?)
+        // again after it, whatever its answer, before the disks thaw. One that changes which
+        // namespaces there are has them scanned after it, whatever its answer.
+        let frozen = if must_run_alone {
+            Some(self.namespaces.freeze_for_command()?)
         } else {
             None
         };
+        let scan_after =
+            (changes_namespaces && !must_run_alone).then(|| self.namespaces.scan_after());
         let (status, result) = match target {
             Target::Admin => {
                 // A timeout disables the controller (`admin_command`) before the buffer can be
-                // reused. Not to a controller being reset or asleep, which would not answer.
+                // reused. Not to a controller being reset or asleep, which would not answer, nor
+                // one being let go of; removal ends the wait (`EINTR`, as C's), and disables the
+                // controller before the buffer goes.
                 let ctrl = &*self.ctrl;
                 let done = ctrl
                     .admin_command(|admin, bar| {
+                        if ctrl.is_removing() {
+                            return Err(ENODEV);
+                        }
                         if ctrl.is_resetting() {
                             return Err(EBUSY);
                         }
-                        admin.execute_user(bar, command, request.timeout_ms)
+                        admin.execute_user(bar, command, request.timeout_ms, &|| ctrl.is_removing())
                     })
                     .map_err(|e| if e == ETIMEDOUT { EINTR } else { e })?;
                 (done.status_field(), done.result64())
             }
             Target::Namespace(_, disk) => {
-                // SAFETY: The disks outlive `self` (`new`'s safety requirement).
-                let disk = unsafe { disk.as_ref() };
                 // The request ends before this returns: a timeout ends it after the controller
                 // let go of it (abort, reset, or kill), so the buffer is not in use any more.
                 match io::execute_user_command(disk, &command, to_device, request.timeout_ms)? {
@@ -482,6 +468,16 @@ impl<'a> Passthrough<'a> {
             }
         };
         drop(frozen);
+        drop(scan_after);
+        if is_admin && self.effects.changes_capabilities(opcode) && !self.capabilities_changed {
+            self.capabilities_changed = true;
+            dev_info!(
+                self.ctrl.pdev,
+                "controller capabilities changed (admin opcode {:#x}): a reset may be needed to use \
+                 them\n",
+                opcode
+            );
+        }
         if !to_device {
             bounce.copy_out(data, len)?;
         }
@@ -493,96 +489,5 @@ impl<'a> Passthrough<'a> {
         .write(&C::result(result))?;
         // Lossless: 15 bits.
         Ok(status as isize)
-    }
-}
-
-/// A namespace with a disk, and the disk, which outlive the passthrough that holds them.
-type NamespaceDisk = (NonNull<Namespace>, NonNull<Disk>);
-
-/// Identifies every namespace of `disks` again ([`namespace::revalidate`]) on `ctrl`, identified
-/// as `id`, through `buf`, with their queues `frozen` already or not. Every namespace is done
-/// whatever another's answer; the first failure is returned. After a command that changed the
-/// namespaces (`frozen`), one that cannot be identified is left unusable: its format is unknown.
-fn revalidate(
-    ctrl: &Controller<'_>,
-    id: &(IdentifyController, IdentifyNvmController),
-    disks: &[NamespaceDisk],
-    buf: &Coherent<'_, u8>,
-    frozen: bool,
-) -> Result {
-    let limits = ControllerLimits::new(ctrl, &id.0, &id.1);
-    let timeout = io::timeout_jiffies();
-    let mut result = Ok(());
-    for (namespace, disk) in disks {
-        // SAFETY: The namespaces and disks outlive the passthrough (`Passthrough::new`).
-        let (namespace, disk) = unsafe { (namespace.as_ref(), disk.as_ref()) };
-        let done = namespace::revalidate(ctrl, buf, &limits, namespace, disk, frozen, timeout);
-        if done.is_err() && frozen {
-            namespace.set_unusable(disk);
-        }
-        if result.is_ok() {
-            result = done;
-        }
-    }
-    result
-}
-
-/// The disks' queues of a passthrough, frozen while a command that may change their namespaces
-/// runs; dropping it identifies the namespaces again, then lets requests in.
-struct Frozen<'p, 'a> {
-    ctrl: &'p Controller<'a>,
-    id: &'p (IdentifyController, IdentifyNvmController),
-    disks: &'p [NamespaceDisk],
-    /// For the Identify commands after the command, allocated before the freeze.
-    buf: Coherent<'a, u8>,
-    /// No allocation meanwhile does I/O: not to the frozen disks (`memalloc_noio_save`).
-    _noio: blk::NoIo,
-}
-
-impl<'p, 'a> Frozen<'p, 'a> {
-    /// Freezes the queue of every disk of `disks` and waits, an I/O timeout at most, for what is
-    /// in flight; `EBUSY` (and nothing frozen) when it does not end in time.
-    fn new(
-        ctrl: &'p Controller<'a>,
-        id: &'p (IdentifyController, IdentifyNvmController),
-        disks: &'p [NamespaceDisk],
-    ) -> Result<Self> {
-        let buf = Coherent::<u8>::alloc(ctrl.pdev.as_ref(), IDENTIFY_SIZE, Gfp::KERNEL)?;
-        let noio = blk::NoIo::begin();
-        let each_disk = || {
-            disks
-                .iter()
-                // SAFETY: The disks outlive the passthrough (`Passthrough::new`).
-                .map(|(_, disk)| unsafe { disk.as_ref() })
-        };
-        each_disk().for_each(Disk::start_freeze);
-        let timeout = io::timeout_jiffies();
-        if !each_disk().all(|disk| disk.wait_frozen(timeout)) {
-            each_disk().for_each(Disk::unfreeze);
-            return Err(EBUSY);
-        }
-        Ok(Self {
-            ctrl,
-            id,
-            disks,
-            buf,
-            _noio: noio,
-        })
-    }
-}
-
-impl Drop for Frozen<'_, '_> {
-    fn drop(&mut self) {
-        if let Err(e) = revalidate(self.ctrl, self.id, self.disks, &self.buf, true) {
-            dev_warn!(
-                self.ctrl.pdev,
-                "namespaces not identified again ({:?})\n",
-                e
-            );
-        }
-        for (_, disk) in self.disks {
-            // SAFETY: The disks outlive the passthrough (`Passthrough::new`).
-            unsafe { disk.as_ref() }.unfreeze();
-        }
     }
 }

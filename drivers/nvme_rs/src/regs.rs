@@ -18,6 +18,8 @@ pub(crate) const CAP: usize = 0x00;
 pub(crate) const VS: usize = 0x08;
 /// Version 1.2, the first whose Identify takes a whole byte of CNS.
 pub(crate) const VS_1_2: u32 = 0x0001_0200;
+/// NVMe 1.3: the Namespace Identification Descriptor list.
+pub(crate) const VS_1_3: u32 = 0x0001_0300;
 /// Controller Configuration.
 pub(crate) const CC: usize = 0x14;
 /// Controller Status.

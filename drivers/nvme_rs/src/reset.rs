@@ -127,6 +127,10 @@ fn start_locked(ctrl: &Controller<'_>) -> Result {
     ctrl.set_resetting(false);
     // SAFETY: Quiesced by `stop`. The requests given back are dispatched from here on.
     unsafe { bindings::blk_mq_unquiesce_tagset(set) };
+    if result.is_ok() {
+        // The controller forgot its asynchronous event setup; its namespaces may have changed.
+        ctrl.wake_async_events(true);
+    }
     result
 }
 

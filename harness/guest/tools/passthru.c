@@ -21,6 +21,9 @@
  *   passthru io-read DEV        one I/O command on the controller's device (NVME_IOCTL_IO_CMD,
  *                               for its only namespace): a 4 KiB Read at LBA 8 of NSID 1; prints
  *                               RESULT as above.
+ *   passthru io-rewrite DEV     the same Read, then a Write of what it read back to LBA 8, once
+ *                               through DEV opened read-only and once opened for writing; prints
+ *                               "read=RESULT ro_write=RESULT rw_write=RESULT".
  *
  * Run as root with "--as-nobody" first, it drops to uid and gid 65534 before opening DEV. DEV
  * "fd:N" is the file already open as descriptor N (one opened before its driver went away).
@@ -272,6 +275,37 @@ static int fuzz(int fd, long count, unsigned int seed, int privileged)
 	return bad ? 1 : 0;
 }
 
+/* One 4 KiB I/O command, opcode 0x02 (Read) or 0x01 (Write), at LBA 8 of NSID 1. */
+static int io_lba8(int fd, uint8_t opcode, char *buf)
+{
+	struct nvme_passthru_cmd cmd = { .opcode = opcode, .nsid = 1, .addr = (uintptr_t)buf,
+					 .data_len = PAGE, .cdw10 = 8, .cdw12 = 7 };
+
+	return ioctl(fd, NVME_IOCTL_IO_CMD, &cmd);
+}
+
+static int io_rewrite(int read_only_fd, const char *path)
+{
+	static char buf[PAGE];
+	const char *read_result = result(io_lba8(read_only_fd, 0x02, buf));
+	int fd;
+
+	/* Nothing is written unless the read succeeded: the block keeps its bytes either way. */
+	if (strcmp(read_result, "ok") != 0) {
+		printf("read=%s\n", read_result);
+		return 0;
+	}
+	printf("read=%s ro_write=%s", read_result, result(io_lba8(read_only_fd, 0x01, buf)));
+	fd = open(path, O_RDWR);
+	if (fd < 0) {
+		printf(" rw_open=%s\n", strerror(errno));
+		return 0;
+	}
+	printf(" rw_write=%s\n", result(io_lba8(fd, 0x01, buf)));
+	close(fd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int privileged = 1, fd;
@@ -286,7 +320,7 @@ int main(int argc, char **argv)
 		argc--;
 	}
 	if (argc < 3) {
-		fprintf(stderr, "usage: passthru [--as-nobody] cases DEV | fuzz DEV N SEED | io-read DEV\n");
+		fprintf(stderr, "usage: passthru [--as-nobody] cases DEV | fuzz DEV N SEED | io-read DEV | io-rewrite DEV\n");
 		return 2;
 	}
 	if (strncmp(argv[2], "fd:", 3) == 0)
@@ -299,6 +333,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "cases") == 0)
 		return cases(fd);
+	if (strcmp(argv[1], "io-rewrite") == 0)
+		return io_rewrite(fd, argv[2]);
 	if (strcmp(argv[1], "io-read") == 0) {
 		static char buf[PAGE];
 		struct nvme_passthru_cmd cmd = { .opcode = 0x02, .nsid = 1, .addr = (uintptr_t)buf,
@@ -309,6 +345,6 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "fuzz") == 0 && argc == 5)
 		return fuzz(fd, atol(argv[3]), strtoul(argv[4], NULL, 0), privileged);
-	fprintf(stderr, "usage: passthru [--as-nobody] cases DEV | fuzz DEV N SEED | io-read DEV\n");
+	fprintf(stderr, "usage: passthru [--as-nobody] cases DEV | fuzz DEV N SEED | io-read DEV | io-rewrite DEV\n");
 	return 2;
 }

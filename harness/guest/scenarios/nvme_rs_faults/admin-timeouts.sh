@@ -2,10 +2,15 @@
 # test_lost_admin_completion=N: the Nth admin command of the controller (probe's, then removal's)
 # is not answered, so it times out (admin_timeout, 1 s). The driver disables the controller before
 # it frees what the command points to; the probe fails, or the removal completes, with nothing
-# left behind.
+# left behind. The Asynchronous Event Request (number ASYNC_EVENT_REQUEST) is skipped: it is
+# answered only at an event.
 no_disk_of() { ! disk_of "$1" >/dev/null; }
 n=1
 while [ $n -le $ADMIN_COMMANDS ]; do
+    if [ $n = "$ASYNC_EVENT_REQUEST" ]; then
+        n=$((n + 1))
+        continue
+    fi
     insmod /modules/nvme_rs.ko admin_timeout=1 test_lost_admin_completion=$n
     if pci_bound $RS_PCI; then
         check "lost-admin-$n-bound-with-disk" disk_of $RS_PCI
@@ -18,7 +23,7 @@ while [ $n -le $ADMIN_COMMANDS ]; do
 done
 timed_out=$(dmesg | sed -n 's/.*nvme_rs.*admin opcode \(0x[0-9a-f]*\) timed out.*/\1/p' | tr '\n' ' ')
 diag "timed_out_opcodes=$timed_out"
-check every-lost-completion-timed-out test "$(echo $timed_out | wc -w)" -eq $ADMIN_COMMANDS
+check every-lost-completion-timed-out test "$(echo $timed_out | wc -w)" -eq $((ADMIN_COMMANDS - 1))
 
 # Nothing lost: the controller binds, and its disk reads back what was written.
 check load insmod /modules/nvme_rs.ko

@@ -196,6 +196,11 @@ done
 chmod 0666 $RS1 "$C1"
 diag "io_nobody_rs=$(passthru --as-nobody io-read $RS1)"
 diag "io_nobody_c=$(passthru --as-nobody io-read "$C1")"
+# A Read and a Write of what it read, through a file opened read-only and one opened for writing:
+# the effects log says a Read is harmless, a Write changes blocks (it needs a file open for writing).
+diag "io_rewrite_nobody_rs=$(passthru --as-nobody io-rewrite $RS1)"
+diag "io_rewrite_nobody_c=$(passthru --as-nobody io-rewrite "$C1")"
+check data-after-nobody-rewrite io_passthru $RS1 /dev/rsnvme1n1
 
 # A file held open across the unbind: its ioctls get ENODEV, nothing crashes, and while it is
 # open the module stays (the file's owner, or on 7.2 the driver's own reference).

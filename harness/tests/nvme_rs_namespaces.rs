@@ -1,0 +1,52 @@
+//! Namespaces that come and go, through nvme-cli, on nvme_rs and on the C nvme (twin controllers
+//! behind intel-iommu, each in an NVM subsystem of its own that also holds a namespace attached to
+//! no controller): `nvme attach-ns` adds the disk and `nvme detach-ns` deletes it, twice, with
+//! data through the disk in between, as on C; and, with two controllers of one subsystem (one for
+//! each driver), an attachment made through the other driver's controller adds the disk through
+//! the asynchronous event alone, and what nvme_rs writes there C reads. The disks' `nsid` and
+//! `wwid` attributes are the ones C gives the same namespace, and an unbind while a long admin
+//! passthrough command waits ends in seconds, as C's. Before, nvme_rs's disks were the ones it
+//! found at probe.
+
+use harness::{
+    nvme::{self, BIND_ALTERNATELY},
+    Drive, Machine, MIB,
+};
+
+const SCRIPT: &str = include_str!("../guest/scenarios/nvme_rs_namespaces/guest.sh");
+
+#[test]
+fn nvme_rs_adds_and_deletes_disks_as_namespaces_come_and_go() {
+    let drive = || vec![Drive::Raw { size: 16 * MIB }];
+    let vm = nvme::vm("dut")
+        .machine(Machine::Q35Iommu)
+        .host_program("/usr/sbin/nvme")
+        .nvme_with_detached(drive(), drive())
+        .nvme_with_detached(drive(), drive())
+        .nvme_shared_subsystem(2, drive())
+        .script(&format!("{BIND_ALTERNATELY}{SCRIPT}"))
+        .timeout(std::time::Duration::from_secs(300));
+    let outcome = harness::Scenario::new("nvme-rs-namespaces")
+        .on_kasan_kernel()
+        .vm(vm)
+        .run()
+        .unwrap_or_else(|e| panic!("{e}"));
+    // The guest compared them too; an empty name would compare equal there.
+    let dut = outcome.vm("dut");
+    let (rs, under_c) = (dut.diagnostic("wwid_rs"), dut.diagnostic("wwid_under_c"));
+    assert_eq!(rs, under_c, "nvme_rs names the namespace as C does");
+    assert!(
+        ["uuid.", "eui.", "nvme."]
+            .iter()
+            .any(|kind| rs.starts_with(kind)),
+        "a world-wide name: {rs}"
+    );
+    // A long admin passthrough command at unbind ends as on C (the guest timed the unbind).
+    let long_admin = |key: &str| {
+        dut.diagnostic(key)
+            .replace("rsnvme0", "DEV")
+            .replace("nvme0", "DEV")
+    };
+    assert_eq!(long_admin("long_admin_rs"), long_admin("long_admin_c"));
+    assert!(dut.diagnostic("long_admin_rs").contains("rc="));
+}
