@@ -233,27 +233,33 @@ pub(crate) const STATUS_DNR: u16 = 1 << 14;
 /// away or was disabled (the specification's "host aborted command" code).
 pub(crate) const SC_HOST_ABORTED: u16 = 0x371;
 
-/// Admin command opcodes.
-mod admin {
-    pub(super) const DELETE_IO_SQ: u8 = 0x00;
-    pub(super) const CREATE_IO_SQ: u8 = 0x01;
-    pub(super) const GET_LOG_PAGE: u8 = 0x02;
-    pub(super) const DELETE_IO_CQ: u8 = 0x04;
-    pub(super) const CREATE_IO_CQ: u8 = 0x05;
-    pub(super) const IDENTIFY: u8 = 0x06;
-    pub(super) const ABORT: u8 = 0x08;
-    pub(super) const SET_FEATURES: u8 = 0x09;
-    pub(super) const ASYNC_EVENT_REQUEST: u8 = 0x0c;
-    pub(super) const DOORBELL_BUFFER_CONFIG: u8 = 0x7c;
+/// Admin command opcodes: those this driver sends, and those whose effects it knows.
+pub(crate) mod admin {
+    pub(crate) const DELETE_IO_SQ: u8 = 0x00;
+    pub(crate) const CREATE_IO_SQ: u8 = 0x01;
+    pub(crate) const GET_LOG_PAGE: u8 = 0x02;
+    pub(crate) const DELETE_IO_CQ: u8 = 0x04;
+    pub(crate) const CREATE_IO_CQ: u8 = 0x05;
+    pub(crate) const IDENTIFY: u8 = 0x06;
+    pub(crate) const ABORT: u8 = 0x08;
+    pub(crate) const SET_FEATURES: u8 = 0x09;
+    pub(crate) const ASYNC_EVENT_REQUEST: u8 = 0x0c;
+    pub(crate) const NAMESPACE_MANAGEMENT: u8 = 0x0d;
+    pub(crate) const NAMESPACE_ATTACHMENT: u8 = 0x15;
+    pub(crate) const DOORBELL_BUFFER_CONFIG: u8 = 0x7c;
+    pub(crate) const FORMAT_NVM: u8 = 0x80;
+    pub(crate) const SECURITY_RECEIVE: u8 = 0x82;
+    pub(crate) const SANITIZE: u8 = 0x84;
 }
 
-/// NVM command set opcodes.
-mod nvm {
-    pub(super) const FLUSH: u8 = 0x00;
-    pub(super) const WRITE: u8 = 0x01;
-    pub(super) const READ: u8 = 0x02;
-    pub(super) const WRITE_ZEROES: u8 = 0x08;
-    pub(super) const DATASET_MANAGEMENT: u8 = 0x09;
+/// NVM command set opcodes: those this driver sends, and those whose effects it knows.
+pub(crate) mod nvm {
+    pub(crate) const FLUSH: u8 = 0x00;
+    pub(crate) const WRITE: u8 = 0x01;
+    pub(crate) const READ: u8 = 0x02;
+    pub(crate) const WRITE_UNCORRECTABLE: u8 = 0x04;
+    pub(crate) const WRITE_ZEROES: u8 = 0x08;
+    pub(crate) const DATASET_MANAGEMENT: u8 = 0x09;
 }
 
 /// Identify: Controller or Namespace Structure (CNS), the data structure returned.

@@ -14,7 +14,7 @@
 
 use kernel::prelude::*;
 
-use crate::command::{IdentifyController, LogPage, LPA_COMMAND_EFFECTS};
+use crate::command::{admin, nvm, IdentifyController, LogPage, LPA_COMMAND_EFFECTS};
 use crate::controller::Controller;
 use crate::dma_local::Coherent;
 
@@ -37,22 +37,6 @@ const CSE_MASK: u32 = 0b111 << 16;
 const UUID_SEL: u32 = 1 << 19;
 /// Command Scope: what the command affects (namespace, controller, subsystem...).
 const SCOPE_MASK: u32 = 0xfff << 20;
-
-/// Admin opcodes whose effects the driver knows without the log.
-mod admin {
-    pub(super) const SECURITY_RECEIVE: u8 = 0x82;
-    pub(super) const NAMESPACE_MANAGEMENT: u8 = 0x0d;
-    pub(super) const NAMESPACE_ATTACHMENT: u8 = 0x15;
-    pub(super) const FORMAT_NVM: u8 = 0x80;
-    pub(super) const SANITIZE: u8 = 0x84;
-}
-
-/// I/O (NVM command set) opcodes that change data whatever the log says.
-mod nvm {
-    pub(super) const WRITE: u8 = 0x01;
-    pub(super) const WRITE_UNCORRECTABLE: u8 = 0x04;
-    pub(super) const WRITE_ZEROES: u8 = 0x08;
-}
 
 /// The effects of each admin and I/O (NVM command set) opcode.
 pub(crate) struct Effects {
