@@ -968,4 +968,4 @@ impl Ethtool for E1000<'_> {
     }
 }
 
-netdev::net_device_ops!(E1000<'_>);
+crate::callbacks::net_device_ops!(E1000<'_>);

@@ -9,6 +9,7 @@
 //! segmentation offloads, and `netdev.rs` and `skb.rs` wrap the networking stack's C API.
 
 mod adapter;
+mod callbacks;
 #[allow(dead_code, unused_imports, unused_macros, reason = "vendored")]
 mod compat;
 mod desc;

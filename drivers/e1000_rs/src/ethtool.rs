@@ -221,7 +221,7 @@ pub(crate) unsafe fn get_ethtool_stats<A: Ethtool>(
 }
 
 /// Exports the callbacks of `netdev_shim.c`'s `ethtool_ops` table for the [`Ethtool`] `$adapter`;
-/// `netdev::net_device_ops!` invokes it.
+/// `callbacks::net_device_ops!` invokes it.
 macro_rules! ethtool_ops {
     ($adapter:ty) => {
         /// `get_link_ksettings` of `netdev_shim.c`'s ethtool table.
