@@ -48,21 +48,6 @@ impl Namespace {
         self.usable.load(Ordering::Relaxed)
     }
 
-    /// Whether namespace `nsid` of `ctrl` (identified as `id`) is still the one named `wwid`, as
-    /// the controller now identifies it (through `buf`): a namespace deleted and created again
-    /// under the same NSID is another (C's `nvme_validate_ns` compares the identifiers). An error
-    /// if the controller does not say.
-    pub(crate) fn is_still(
-        &self,
-        ctrl: &Controller<'_>,
-        id: &IdentifyController,
-        buf: &Coherent<'_, u8>,
-    ) -> Result<bool> {
-        let raw = IdentifyNamespace::read(ctrl, buf, self.nsid)?;
-        let wwid = Identifiers::read(ctrl, buf, self.nsid, &raw)?.wwid(id, self.nsid)?;
-        Ok(wwid == self.wwid)
-    }
-
     /// Leaves the namespace unusable and its disk without capacity: its format is not known.
     /// `disk` is the namespace's, frozen.
     pub(crate) fn set_unusable(&self, disk: &Disk) {
@@ -109,11 +94,6 @@ struct AtomicWrite {
 }
 
 impl IdentifyNamespace {
-    /// Identifies namespace `nsid` through `buf`.
-    fn identify(ctrl: &Controller<'_>, buf: &Coherent<'_, u8>, nsid: u32) -> Result<Self> {
-        Self::parse(&Self::read(ctrl, buf, nsid)?)
-    }
-
     /// The raw data structure of namespace `nsid`, through `buf`.
     fn read(ctrl: &Controller<'_>, buf: &Coherent<'_, u8>, nsid: u32) -> Result<KVec<u8>> {
         // A timed-out Identify resets or kills the controller (`admin_command`), which disables it,
@@ -434,6 +414,15 @@ unsafe extern "C" fn nvme_rs_show_namespace(
     }
 }
 
+/// What [`revalidate`] found.
+pub(crate) enum Revalidated {
+    /// The disk is in line with the namespace.
+    InLine,
+    /// The NSID names another namespace now (its identifiers changed): nothing was changed, the
+    /// disk is to be replaced.
+    Replaced,
+}
+
 /// Identifies `namespace` again (through `buf`) and brings its disk in line with the format the
 /// controller now uses, as C's `nvme_update_ns_info` does after a command that may change it or a
 /// rescan: the logical block size, capacity and every limit derived from them; a format this
@@ -449,8 +438,15 @@ pub(crate) fn revalidate(
     disk: &Disk,
     frozen: bool,
     freeze_timeout: kernel::ffi::c_ulong,
-) -> Result {
-    let ns = IdentifyNamespace::identify(ctrl, buf, namespace.nsid)?;
+) -> Result<Revalidated> {
+    let nsid = namespace.nsid;
+    let raw = IdentifyNamespace::read(ctrl, buf, nsid)?;
+    // A namespace deleted and created again under the same NSID is another (C's
+    // `nvme_validate_ns` compares the identifiers).
+    if Identifiers::read(ctrl, buf, nsid, &raw)?.wwid(limits.id, nsid)? != namespace.wwid {
+        return Ok(Revalidated::Replaced);
+    }
+    let ns = IdentifyNamespace::parse(&raw)?;
     let supported = ns.supported();
     let was = (
         namespace.is_usable(),
@@ -458,7 +454,7 @@ pub(crate) fn revalidate(
         namespace.blocks.load(Ordering::Relaxed),
     );
     if was == (supported, ns.lba_shift, ns.nsze) || (!supported && !was.0) {
-        return Ok(());
+        return Ok(Revalidated::InLine);
     }
     let _noio = (!frozen).then(crate::blk::NoIo::begin);
     if !frozen {
@@ -513,5 +509,5 @@ pub(crate) fn revalidate(
             }
         );
     }
-    updated
+    updated.map(|()| Revalidated::InLine)
 }

@@ -444,12 +444,9 @@ impl<'a> Passthrough<'a> {
                 // controller before the buffer goes.
                 let ctrl = &*self.ctrl;
                 let done = ctrl
-                    .admin_command(|admin, bar| {
+                    .admin_command_unless_resetting(|admin, bar| {
                         if ctrl.is_removing() {
                             return Err(ENODEV);
-                        }
-                        if ctrl.is_resetting() {
-                            return Err(EBUSY);
                         }
                         admin.execute_user(bar, command, request.timeout_ms, &|| ctrl.is_removing())
                     })

@@ -23,7 +23,7 @@ use crate::command::{IdentifyController, IdentifyNvmController};
 use crate::controller::Controller;
 use crate::dma_local::{Coherent, Gfp};
 use crate::io;
-use crate::namespace::{self, ControllerLimits, NamespaceDisk};
+use crate::namespace::{self, ControllerLimits, NamespaceDisk, Revalidated};
 
 /// The namespaces with a disk, by ascending NSID.
 pub(crate) struct Inventory {
@@ -243,9 +243,11 @@ impl<'a> NamespaceSet<'a> {
                 }
                 continue;
             }
-            match namespace.is_still(&self.ctrl, &self.id, buf) {
-                Ok(true) => {}
-                Ok(false) => {
+            let done =
+                namespace::revalidate(&self.ctrl, buf, &limits, namespace, disk, frozen, timeout);
+            match done {
+                Ok(Revalidated::InLine) => {}
+                Ok(Revalidated::Replaced) => {
                     dev_warn!(
                         self.ctrl.pdev,
                         "identifiers changed for nsid {}: another namespace\n",
@@ -255,22 +257,14 @@ impl<'a> NamespaceSet<'a> {
                         namespace.set_unusable(disk);
                     }
                     entry.set_replaced();
-                    continue;
                 }
                 Err(e) => {
                     if frozen {
                         namespace.set_unusable(disk);
                     }
                     result = result.and(Err(e));
-                    continue;
                 }
             }
-            let done =
-                namespace::revalidate(&self.ctrl, buf, &limits, namespace, disk, frozen, timeout);
-            if done.is_err() && frozen {
-                namespace.set_unusable(disk);
-            }
-            result = result.and(done);
         }
         result
     }
