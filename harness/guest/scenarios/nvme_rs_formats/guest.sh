@@ -58,6 +58,23 @@ answers_as_c() {
 read_block() { dd if="$1" of=/dev/null bs=4096 count=1 iflag=direct 2>/dev/null; echo "rc=$?"; }
 getss() { blockdev --getss "$1"; }
 getsize() { blockdev --getsize64 "$1"; }
+# What the controller itself says of nvme_rs's namespace 1 (nvme id-ns): the block size and the
+# capacity in bytes of the LBA format in use.
+lbads_in_use() { nvme id-ns /dev/rsnvme0 -n 1 | sed -n 's/.*lbads:\([0-9]*\).*(in use).*/\1/p'; }
+controller_getss() { echo $((1 << $(lbads_in_use))); }
+controller_getsize() { echo $(($(nvme id-ns /dev/rsnvme0 -n 1 | sed -n 's/^nsze *: *//p') << $(lbads_in_use))); }
+# follows NAME CONTROLLER_COMMAND COMMAND: COMMAND (with a disk as its last argument) prints for
+# nvme_rs's first disk what CONTROLLER_COMMAND says the controller has, and what it prints for C's.
+# C's disk sometimes keeps its old format after a format in a whole boot (seen on the KASAN and
+# Debian kernels, never on nvme_rs's): then nvme_rs is held to the controller alone, and it is said.
+follows() {
+    name=$1 want=$($2)
+    shift 2
+    rs=$("$@" $rs1 2>&1) c=$("$@" "$c1" 2>&1)
+    diag "$name: nvme_rs '$rs', C '$c', controller '$want'"
+    [ "$rs" = "$want" ] || return 1
+    [ "$rs" = "$c" ] || echo "C's disk lags the controller: '$c'"
+}
 # format LBAF: nvme-cli formats namespace 1 of both controllers to LBA format LBAF.
 format() {
     rs=$(nvme format /dev/rsnvme0 -n 1 -l "$1" -f 2>&1; echo "rc=$?")
@@ -68,8 +85,8 @@ format() {
 for lbaf in 4 0; do
     check "format-$lbaf" format $lbaf
     # C's disk follows its scan work, which may lag the command: up to 10 s.
-    check "block-size-$lbaf" wait_for 10 answers_as_c "block size after format $lbaf" getss
-    check "capacity-$lbaf" wait_for 10 answers_as_c "capacity after format $lbaf" getsize
+    check "block-size-$lbaf" wait_for 10 follows "block size after format $lbaf" controller_getss getss
+    check "capacity-$lbaf" wait_for 10 follows "capacity after format $lbaf" controller_getsize getsize
     for bs in 512 4096 1048576; do
         check "direct-$bs-after-$lbaf" answers_as_c "O_DIRECT $bs after $lbaf" through $bs direct
     done
@@ -86,7 +103,7 @@ check capacity-with-metadata wait_for 10 sh -c "[ \$(blockdev --getsize64 $rs1) 
 check read-with-metadata-nothing sh -c "[ \$(dd if=$rs1 bs=4096 count=1 iflag=direct 2>/dev/null | wc -c) = 0 ]"
 c_integrity=$(cat "/sys/block/${c1#/dev/}/integrity/format" 2>/dev/null)
 diag "C with metadata: capacity $(getsize "$c1"), integrity format '${c_integrity:-none}'"
-if [ "${c_integrity:-none}" = none ]; then
+if [ "${c_integrity:-none}" = none ] && [ "$(getsize "$c1")" = 0 ]; then
     check capacity-with-metadata-as-c wait_for 10 answers_as_c "capacity with metadata" getsize
     check read-with-metadata-as-c answers_as_c "read with metadata" read_block
 fi
