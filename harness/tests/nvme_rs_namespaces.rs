@@ -5,8 +5,9 @@
 //! each driver), an attachment made through the other driver's controller adds the disk through
 //! the asynchronous event alone, and what nvme_rs writes there C reads. The disks' `nsid` and
 //! `wwid` attributes are the ones C gives the same namespace, and an unbind while a long admin
-//! passthrough command waits ends in seconds, as C's. Before, nvme_rs's disks were the ones it
-//! found at probe.
+//! passthrough command waits ends in seconds, as C's. A disk or namespace character device held
+//! open after its namespace or controller went answers `ENODEV`. Before, nvme_rs's disks were the
+//! ones it found at probe.
 
 use harness::{
     nvme::{self, BIND_ALTERNATELY},
@@ -21,6 +22,7 @@ fn nvme_rs_adds_and_deletes_disks_as_namespaces_come_and_go() {
     let vm = nvme::vm("dut")
         .machine(Machine::Q35Iommu)
         .host_program("/usr/sbin/nvme")
+        .tool("passthru")
         .nvme_with_detached(drive(), drive())
         .nvme_with_detached(drive(), drive())
         .nvme_shared_subsystem(2, drive())
@@ -49,4 +51,22 @@ fn nvme_rs_adds_and_deletes_disks_as_namespaces_come_and_go() {
     };
     assert_eq!(long_admin("long_admin_rs"), long_admin("long_admin_c"));
     assert!(dut.diagnostic("long_admin_rs").contains("rc="));
+
+    // A namespace's disk and character device held open: once the namespace is detached, its
+    // I/O commands get ENODEV (the controller still answers admin commands through them); once
+    // the controller is unbound, so does everything but the NSID.
+    let gone_namespace = "id=2 read=ENODEV write=ENODEV io64=ENODEV vec=ENODEV \
+                          bad_opcode=EINVAL admin=ok";
+    for round in 1..=2 {
+        for device in ["disk", "ng"] {
+            let key = format!("held_after_detach_{device}_{round}");
+            assert_eq!(dut.diagnostic(&key), gone_namespace, "{key}");
+        }
+    }
+    let gone_controller = "id=1 read=ENODEV write=ENODEV io64=ENODEV vec=ENODEV \
+                           bad_opcode=ENODEV admin=ENODEV";
+    for device in ["disk", "ng"] {
+        let key = format!("held_after_unbind_{device}");
+        assert_eq!(dut.diagnostic(&key), gone_controller, "{key}");
+    }
 }

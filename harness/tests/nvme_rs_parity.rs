@@ -1,8 +1,9 @@
 //! nvme_rs as nvme-cli sees it, against the C nvme on a twin controller in the same VM: Debian's
 //! `nvme` (id-ctrl, id-ns, smart-log, error-log, get-feature) on both controllers' character
 //! devices, the passthrough ioctls' answers to bad input and to callers without privilege, a
-//! bounded random-command fuzz during I/O, I/O passthrough, resets and system sleep under I/O,
-//! and a file held open across the unbind.
+//! bounded random-command fuzz during I/O, I/O passthrough, the namespace ioctls on a disk, a
+//! partition and a generic character device, resets and system sleep under I/O, and a file held
+//! open across the unbind.
 
 use std::collections::BTreeMap;
 
@@ -118,6 +119,32 @@ fn nvme_rs_nvme_cli_and_passthrough_against_the_c_nvme() {
     let rewrite = "read=ok ro_write=EACCES rw_write=ok";
     assert_eq!(dut.diagnostic("io_rewrite_nobody_c"), rewrite);
     assert_eq!(dut.diagnostic("io_rewrite_nobody_rs"), rewrite);
+
+    // A namespace's disk, its partition and its generic character device: the namespace ioctls
+    // answer as C's; nobody reads and, through a file open read-only, does not write, and on a
+    // partition sends no I/O command at all.
+    let all_ok = "id=1 read=ok write=ok io64=ok vec=ok bad_opcode=EINVAL admin=ok";
+    let nobody = "id=1 read=ok write=EACCES io64=ok vec=ok bad_opcode=EINVAL admin=ok";
+    let nobody_on_partition =
+        "id=1 read=EACCES write=EACCES io64=EACCES vec=EACCES bad_opcode=EINVAL admin=ok";
+    for (kind, as_root, as_nobody) in [
+        ("disk", all_ok, nobody),
+        ("ng", all_ok, nobody),
+        ("partition", all_ok, nobody_on_partition),
+    ] {
+        for (who, expected) in [("root", as_root), ("nobody", as_nobody)] {
+            let rs = dut.diagnostic(&format!("ns_io_{kind}_{who}_rs"));
+            let c = dut.diagnostic(&format!("ns_io_{kind}_{who}_c"));
+            assert_eq!(rs, c, "{kind} as {who}: nvme_rs / C");
+            assert_eq!(rs, expected, "{kind} as {who}");
+        }
+    }
+    assert!(
+        dut.diagnostic("nvme_get_ns_id_ng")
+            .contains("namespace-id:1"),
+        "nvme get-ns-id: {}",
+        dut.diagnostic("nvme_get_ns_id_ng")
+    );
 
     assert_eq!(
         dut.diagnostic("held_file_after_unbind"),

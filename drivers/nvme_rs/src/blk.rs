@@ -818,15 +818,18 @@ impl<P> Drop for DriverRequest<P> {
 
 impl Disk {
     /// Allocates a disk with its request queue on `set`; `queuedata` is what the queue's requests
-    /// carry (see [`Request::queue_data`]).
+    /// carry (see [`Request::queue_data`]), `private_data` what the disk's operations get
+    /// (`blk_shim.c`: the namespace's handle).
     ///
     /// # Safety
     ///
-    /// `queuedata` stays valid until the disk is dropped.
+    /// `queuedata` stays valid until the disk is dropped, and so does `private_data`, which the
+    /// operations may keep longer (an open disk) by their own means.
     pub(crate) unsafe fn new(
         set: &TagSet,
         config: &DiskConfig<'_>,
         queuedata: *mut c_void,
+        private_data: *mut c_void,
     ) -> Result<Self> {
         // SAFETY: All-zeroes is blk-mq's "use the defaults" for every limit.
         let mut lim: bindings::queue_limits = unsafe { core::mem::zeroed() };
@@ -852,6 +855,7 @@ impl Disk {
             }
             disk_name[len - 1] = 0;
             (*disk).fops = nvme_rs_fops().cast();
+            (*disk).private_data = private_data;
             bindings::set_capacity(disk, config.capacity_sectors);
         }
         // INVARIANT: allocated above, not added yet.

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * One-line wrappers of the blk-mq static inline functions and macros that Rust cannot call, the
- * (empty) block_device_operations, which only needs its owner, and the disks' sysfs attributes,
- * which only the attribute macros define. No driver logic lives here.
+ * block_device_operations (the namespace's ioctls, nsdev.rs's), which needs its owner, and the
+ * disks' sysfs attributes, which only the attribute macros define. No driver logic lives here.
  */
 #include <linux/module.h>
 
@@ -17,8 +17,29 @@ static_assert((__force u32)BLK_FEAT_ATOMIC_WRITES == 1 << 14 && (__force u8)BLK_
 /* Request::op in src/blk.rs reads the field behind this. */
 static_assert((__force u32)REQ_OP_MASK == (1 << REQ_OP_BITS) - 1);
 
+static int nvme_rs_disk_open(struct gendisk *disk, blk_mode_t mode)
+{
+	return nvme_rs_namespace_open(disk->private_data);
+}
+
+static void nvme_rs_disk_release(struct gendisk *disk)
+{
+	nvme_rs_namespace_release(disk->private_data);
+}
+
+static int nvme_rs_disk_ioctl(struct block_device *bdev, blk_mode_t mode, unsigned int cmd,
+			      unsigned long arg)
+{
+	return nvme_rs_namespace_ioctl(bdev->bd_disk->private_data, cmd, arg,
+				       mode & BLK_OPEN_WRITE, bdev_is_partition(bdev));
+}
+
 static const struct block_device_operations nvme_rs_block_ops = {
 	.owner = THIS_MODULE,
+	.open = nvme_rs_disk_open,
+	.release = nvme_rs_disk_release,
+	.ioctl = nvme_rs_disk_ioctl,
+	.compat_ioctl = blkdev_compat_ptr_ioctl,
 };
 
 struct gendisk *nvme_rs_alloc_disk(struct blk_mq_tag_set *set, struct queue_limits *lim,

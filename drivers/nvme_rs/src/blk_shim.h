@@ -25,5 +25,10 @@ bool nvme_rs_add_to_batch(struct request *rq, struct io_comp_batch *iob, bool is
 const struct attribute_group **nvme_rs_disk_attr_groups(void);
 /* namespace.rs */
 ssize_t nvme_rs_show_namespace(void *namespace, const char *name, char *buf);
+/* nsdev.rs */
+int nvme_rs_namespace_open(const void *handle);
+void nvme_rs_namespace_release(const void *handle);
+int nvme_rs_namespace_ioctl(const void *handle, unsigned int cmd, unsigned long arg,
+			    bool open_for_write, bool partition);
 
 #endif /* NVME_RS_BLK_SHIM_H */

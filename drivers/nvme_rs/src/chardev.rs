@@ -12,7 +12,6 @@ use core::{cell::UnsafeCell, ptr::NonNull};
 
 use kernel::{
     fs::File,
-    ioctl::{_IO, _IOWR},
     miscdevice::{MiscDevice, MiscDeviceOptions, MiscDeviceRegistration},
     new_mutex,
     prelude::*,
@@ -25,19 +24,12 @@ use kernel::{
 };
 
 use crate::command::IdentifyController;
-use crate::passthrough::{capable_sys_admin, Passthrough, PassthruCmd, PassthruCmd64};
+use crate::passthrough::{
+    capable_sys_admin, Passthrough, PassthruCmd, PassthruCmd64, NVME_IOCTL_ADMIN64_CMD,
+    NVME_IOCTL_ADMIN_CMD, NVME_IOCTL_IO_CMD, NVME_IOCTL_RESCAN, NVME_IOCTL_RESET,
+};
 use crate::reset;
 use crate::sysfs;
-
-/// The NVMe ioctls (`linux/nvme_ioctl.h`).
-const NVME_IOCTL_ADMIN_CMD: u32 = _IOWR::<PassthruCmd>(b'N' as u32, 0x41);
-const NVME_IOCTL_IO_CMD: u32 = _IOWR::<PassthruCmd>(b'N' as u32, 0x43);
-const NVME_IOCTL_ADMIN64_CMD: u32 = _IOWR::<PassthruCmd64>(b'N' as u32, 0x47);
-const NVME_IOCTL_RESET: u32 = _IO(b'N' as u32, 0x44);
-const NVME_IOCTL_RESCAN: u32 = _IO(b'N' as u32, 0x46);
-// `NVME_IOCTL_ID` is for a namespace's device: `ENOTTY` here, as from C, which tells nvme-cli it
-// holds a controller.
-const _NVME_IOCTL_ID: u32 = _IO(b'N' as u32, 0x40);
 
 /// The devices' names, `rsnvme0` to `rsnvme63` (one per controller number), NUL-terminated and
 /// `'static`, as a misc device's name must be.
@@ -63,12 +55,48 @@ const fn names() -> [[u8; 9]; 64] {
     names
 }
 
-/// What a file reaches: the controller's [`Passthrough`] (and through it the controller) while the
-/// device is bound.
+/// What a file reaches, the controller's or a namespace's: the controller's [`Passthrough`] (and
+/// through it the controller) while the device is bound and its [`ControllerDevice`] is there.
 #[pin_data]
 pub(crate) struct Gate {
     #[pin]
     target: Mutex<Option<Published>>,
+}
+
+impl Gate {
+    /// A closed gate, for [`ControllerDevice::new`] to open.
+    pub(crate) fn new() -> Result<Arc<Self>> {
+        Arc::pin_init(pin_init!(Self { target <- new_mutex!(None) }), GFP_KERNEL)
+    }
+
+    /// Runs `f` on the passthrough while the controller is bound; `ENODEV` after.
+    pub(crate) fn with_passthrough<R>(
+        &self,
+        f: impl FnOnce(&mut Passthrough<'_>) -> Result<R>,
+    ) -> Result<R> {
+        let target = self.target.lock();
+        let Some(published) = &*target else {
+            return Err(ENODEV);
+        };
+        // SAFETY: Published, so it points to a live `Passthrough` (type invariant), in a cell,
+        // which this thread alone uses while it holds the gate's lock.
+        f(unsafe { &mut *published.0.as_ptr().cast::<Passthrough<'_>>() })
+    }
+
+    /// Closes the gate: what runs through it ends first, later calls get `ENODEV`.
+    fn close(&self) {
+        *self.target.lock() = None;
+    }
+}
+
+/// A gate that a [`ControllerDevice`] opened, closed when dropped: also when the device fails to
+/// register.
+struct OpenGate(Arc<Gate>);
+
+impl Drop for OpenGate {
+    fn drop(&mut self) {
+        self.0.close();
+    }
 }
 
 /// A pointer to the [`Passthrough`] of a bound controller, its lifetime erased.
@@ -90,7 +118,7 @@ pub(crate) struct ControllerDevice<'a> {
     // file being opened meanwhile still finds the gate.
     #[pin]
     registration: MiscDeviceRegistration<ControllerFile>,
-    gate: Arc<Gate>,
+    gate: OpenGate,
     /// What the sysfs attributes show; fixed at probe, as C's (it reads them again only at a
     /// firmware activation, which nvme_rs does not do).
     identity: IdentifyController,
@@ -100,28 +128,31 @@ pub(crate) struct ControllerDevice<'a> {
 
 impl<'a> ControllerDevice<'a> {
     /// Registers `/dev/rsnvme<instance>`, with its sysfs attributes, for `passthrough`'s
-    /// controller.
-    pub(crate) fn new(passthrough: Passthrough<'a>, instance: u32) -> Result<Pin<KBox<Self>>> {
+    /// controller, and opens `gate` to it (the namespaces' files reach it there too).
+    pub(crate) fn new(
+        gate: Arc<Gate>,
+        passthrough: Passthrough<'a>,
+        instance: u32,
+    ) -> Result<Pin<KBox<Self>>> {
         let bytes = NAMES.get(instance as usize).ok_or(EINVAL)?;
         let name = CStr::from_bytes_until_nul(bytes).map_err(|_| EINVAL)?;
         KBox::try_pin_init(
             try_pin_init!(&this in Self {
                 identity: *passthrough.identity(),
                 passthrough: UnsafeCell::new(passthrough),
-                gate: Arc::pin_init(
-                    try_pin_init!(Gate {
-                        // INVARIANT: the field is initialised (the fields are in order) and pinned
-                        // with `self`, whose drop closes the gate first.
-                        target <- new_mutex!(Some(Published(
-                            // SAFETY: `this` is the struct being initialised; no reference to it
-                            // is made. The cell is transparent: its address is the passthrough's.
-                            unsafe { NonNull::new_unchecked(
-                                (&raw mut (*this.as_ptr()).passthrough).cast()
-                            ) }
-                        ))),
-                    }),
-                    GFP_KERNEL,
-                )?,
+                gate: {
+                    // INVARIANT: the field is initialised (the fields are in order) and pinned
+                    // with `self`; the gate closes when `self`, or this field alone if a later
+                    // one fails, is dropped.
+                    *gate.target.lock() = Some(Published(
+                        // SAFETY: `this` is the struct being initialised; no reference to it is
+                        // made. The cell is transparent: its address is the passthrough's.
+                        unsafe { NonNull::new_unchecked(
+                            (&raw mut (*this.as_ptr()).passthrough).cast()
+                        ) },
+                    ));
+                    OpenGate(gate)
+                },
                 // Files can be opened from here on: the gate is open.
                 registration <- MiscDeviceRegistration::register(MiscDeviceOptions { name }),
             }),
@@ -143,7 +174,7 @@ impl<'a> ControllerDevice<'a> {
     /// controller is disabled: a command a privileged caller left with it (a queue, a doorbell
     /// buffer) may point there until then.
     pub(crate) fn close(&self) {
-        *self.gate.target.lock() = None;
+        self.gate.0.close();
     }
 
     /// The misc device's `struct device`.
@@ -179,9 +210,9 @@ impl MiscDevice for ControllerFile {
         let gate = unsafe {
             let device =
                 kernel::container_of!(registration, ControllerDevice<'static>, registration);
-            (*device).gate.clone()
+            (*device).gate.0.clone()
         };
-        pin_module(file)?;
+        pin_module(file, &CONTROLLER_FILE_OPERATIONS)?;
         Ok(gate)
     }
 
@@ -214,26 +245,13 @@ impl MiscDevice for ControllerFile {
     }
 }
 
-impl Gate {
-    /// Runs `f` on the passthrough while the controller is bound; `ENODEV` after.
-    fn with_passthrough<R>(&self, f: impl FnOnce(&mut Passthrough<'_>) -> Result<R>) -> Result<R> {
-        let target = self.target.lock();
-        let Some(published) = &*target else {
-            return Err(ENODEV);
-        };
-        // SAFETY: Published, so it points to a live `Passthrough` (type invariant), in a cell,
-        // which this thread alone uses while it holds the gate's lock.
-        f(unsafe { &mut *published.0.as_ptr().cast::<Passthrough<'_>>() })
-    }
-}
-
 extern "C" {
     /// The controller device's attributes (`chardev_shim.c`: `DEVICE_ATTR_*` are macros).
     // `c_void`: an attribute's type is not FFI-safe in Rust where lockdep is off (an empty
     // `lockdep_map`), though the pointer is.
     fn nvme_rs_controller_attr_groups() -> *const c_void;
     /// Whether the file was opened for writing (`FMODE_WRITE`, as C asks).
-    fn nvme_rs_open_for_write(file: *mut c_void) -> bool;
+    pub(crate) fn nvme_rs_open_for_write(file: *mut c_void) -> bool;
 }
 
 /// The controller device's attribute groups, a NULL-terminated array of one.
@@ -297,26 +315,28 @@ unsafe extern "C" fn nvme_rs_show_identity(
 #[no_mangle]
 unsafe extern "C" fn nvme_rs_reset_controller(dev: *mut bindings::device) -> c_int {
     // SAFETY: By the function's safety requirement. Only the gate is used.
-    let gate = unsafe { &controller_device(dev).gate };
+    let gate = unsafe { &controller_device(dev).gate.0 };
     match gate.with_passthrough(|passthrough| reset::reset(passthrough.controller(), None)) {
         Ok(()) => 0,
         Err(e) => e.to_errno(),
     }
 }
 
+/// The controller device's file operations with this module as their owner (7.2).
+static CONTROLLER_FILE_OPERATIONS: OwnedFileOperations = OwnedFileOperations::new();
+
 /// 7.2's misc devices leave their file operations' owner unset, so an open file would not keep
-/// the module loaded: the file switches to a copy of its operations that names this module, as
-/// `replace_fops` does, taking the module reference that `fops_get` takes for such operations.
-/// The VFS drops it (`fops_put` in `__fput`) after the release has returned, so no code of the
-/// module runs after the last put. (7.3 sets the owner.)
+/// the module loaded: the file switches to a copy of its operations that names this module
+/// (`owned`, one for each misc device type), as `replace_fops` does, taking the module reference
+/// that `fops_get` takes for such operations. The VFS drops it (`fops_put` in `__fput`) after the
+/// release has returned, so no code of the module runs after the last put. (7.3 sets the owner.)
 #[cfg(kernel_before_7_3)]
-fn pin_module(file: &File) -> Result {
+pub(crate) fn pin_module(file: &File, owned: &'static OwnedFileOperations) -> Result {
     use core::sync::atomic::Ordering::{AcqRel, Acquire, Release};
     // SAFETY: The module is live: this code runs.
     if !unsafe { bindings::try_module_get(crate::THIS_MODULE.as_ptr()) } {
         return Err(ENODEV);
     }
-    let owned = &OWNED_FILE_OPERATIONS;
     if owned
         .state
         .compare_exchange(
@@ -328,7 +348,8 @@ fn pin_module(file: &File) -> Result {
         .is_ok()
     {
         // SAFETY: A file being opened has operations: the misc device's, a static table (its
-        // owner unset, so `misc_open` took no reference for them).
+        // owner unset, so `misc_open` took no reference for them), the same for every device of
+        // the type `owned` is for.
         let mut fops = unsafe { core::ptr::read((*file.as_ptr()).f_op) };
         fops.owner = crate::THIS_MODULE.as_ptr();
         // SAFETY: This thread moved the state from `EMPTY`: the only writer, and no reader yet.
@@ -346,23 +367,36 @@ fn pin_module(file: &File) -> Result {
     Ok(())
 }
 
-/// The controller device's file operations with this module as their owner (7.2), copied at the
+/// A misc device type's file operations with this module as their owner (7.2), copied at the
 /// first open.
 ///
 /// # Invariants
 ///
 /// `fops` is initialised once `state` is `READY`, and not written after.
-#[cfg(kernel_before_7_3)]
-struct OwnedFileOperations {
+pub(crate) struct OwnedFileOperations {
+    #[cfg(kernel_before_7_3)]
     state: core::sync::atomic::AtomicU8,
+    #[cfg(kernel_before_7_3)]
     fops: UnsafeCell<core::mem::MaybeUninit<bindings::file_operations>>,
 }
 
-#[cfg(kernel_before_7_3)]
 impl OwnedFileOperations {
+    #[cfg(kernel_before_7_3)]
     const EMPTY: u8 = 0;
+    #[cfg(kernel_before_7_3)]
     const FILLING: u8 = 1;
+    #[cfg(kernel_before_7_3)]
     const READY: u8 = 2;
+
+    /// None copied yet.
+    pub(crate) const fn new() -> Self {
+        Self {
+            #[cfg(kernel_before_7_3)]
+            state: core::sync::atomic::AtomicU8::new(Self::EMPTY),
+            #[cfg(kernel_before_7_3)]
+            fops: UnsafeCell::new(core::mem::MaybeUninit::uninit()),
+        }
+    }
 }
 
 // SAFETY: `fops` is written once, by the thread that moved `state` from `EMPTY`, and read only
@@ -370,13 +404,7 @@ impl OwnedFileOperations {
 #[cfg(kernel_before_7_3)]
 unsafe impl Sync for OwnedFileOperations {}
 
-#[cfg(kernel_before_7_3)]
-static OWNED_FILE_OPERATIONS: OwnedFileOperations = OwnedFileOperations {
-    state: core::sync::atomic::AtomicU8::new(OwnedFileOperations::EMPTY),
-    fops: UnsafeCell::new(core::mem::MaybeUninit::uninit()),
-};
-
 #[cfg(not(kernel_before_7_3))]
-fn pin_module(_file: &File) -> Result {
+pub(crate) fn pin_module(_file: &File, _owned: &'static OwnedFileOperations) -> Result {
     Ok(())
 }

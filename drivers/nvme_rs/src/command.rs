@@ -93,6 +93,7 @@ impl Command {
 /// A command from user space (the passthrough ioctls), as given: its opcode, NSID, and command
 /// dwords 2, 3 and 10 to 15. Its data pointer is the driver's ([`Command::set_prps`]); the flags
 /// (PRPs) and the metadata pointer stay zero.
+#[derive(Clone, Copy)]
 pub(crate) struct UserCommand {
     pub(crate) opcode: u8,
     pub(crate) nsid: u32,
@@ -112,7 +113,7 @@ const FABRICS: u8 = 0x7f;
 impl UserCommand {
     /// Whether the command moves data to the controller (the opcode's data transfer bits, 01b or
     /// 11b); otherwise data, if any, comes from it.
-    pub(crate) fn to_device(&self) -> bool {
+    pub(crate) fn to_device(self) -> bool {
         self.opcode & 0x1 != 0
     }
 
@@ -258,6 +259,7 @@ pub(crate) mod nvm {
     pub(crate) const WRITE: u8 = 0x01;
     pub(crate) const READ: u8 = 0x02;
     pub(crate) const WRITE_UNCORRECTABLE: u8 = 0x04;
+    pub(crate) const COMPARE: u8 = 0x05;
     pub(crate) const WRITE_ZEROES: u8 = 0x08;
     pub(crate) const DATASET_MANAGEMENT: u8 = 0x09;
 }

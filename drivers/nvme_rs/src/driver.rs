@@ -22,6 +22,7 @@ mod faults;
 mod identifiers;
 mod io;
 mod namespace;
+mod nsdev;
 mod passthrough;
 mod prp;
 mod queue;
@@ -42,7 +43,7 @@ use kernel::{
 };
 
 use blk::TagSet;
-use chardev::ControllerDevice;
+use chardev::{ControllerDevice, Gate};
 use controller::Controller;
 use dma_local::{Coherent, Gfp, Mask};
 use effects::Effects;
@@ -281,20 +282,22 @@ impl<'bound> Nvme<'bound> {
             .insert(Arc::new(io::alloc_tag_set(&nvme.io_queues)?, GFP_KERNEL)?);
         ctrl.set_tag_set(tag_set.as_raw());
         io::steer_interrupts(tag_set, &nvme.io_queues)?;
+        let gate = Gate::new()?;
         let namespaces = nvme.namespaces.insert(NamespaceSet::new(
             ctrl.clone(),
             (&id, &nvm_id),
-            tag_set.clone(),
+            (tag_set.clone(), gate.clone()),
             nvme.instance.0,
         )?);
-        namespaces.scan_at_probe(&buf)?;
         let passthrough = Passthrough::new(
             ctrl.clone(),
             namespaces.clone(),
             effects,
             limits.max_transfer,
         );
-        nvme.chardev = Some(ControllerDevice::new(passthrough, nvme.instance.0)?);
+        // The controller's device first, as C's: the disks' ioctls reach the controller through it.
+        nvme.chardev = Some(ControllerDevice::new(gate, passthrough, nvme.instance.0)?);
+        namespaces.scan_at_probe(&buf)?;
         // With a vector of its own, the admin queue tells of namespaces that come and go.
         if let Some(irq) = admin_irq {
             let namespaces = nvme.namespaces.clone().ok_or(EINVAL)?;

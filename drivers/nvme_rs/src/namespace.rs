@@ -6,13 +6,15 @@
 
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
-use kernel::{prelude::*, str::CString};
+use kernel::{prelude::*, str::CString, sync::Arc};
 
 use crate::blk::{Disk, DiskConfig, Request, TagSet};
+use crate::chardev::Gate;
 use crate::command::{self, Cns, IdentifyController, IdentifyNvmController};
 use crate::controller::Controller;
 use crate::dma_local::{self, Coherent};
 use crate::identifiers::Identifiers;
+use crate::nsdev::{NamespaceDevice, NamespaceHandle};
 use crate::prp;
 use crate::regs;
 use crate::sysfs;
@@ -291,14 +293,19 @@ pub(crate) fn active_nsids(
     Ok(nsids)
 }
 
-/// A namespace and its disk.
+/// A namespace, its disk and its generic character device.
 ///
 /// # Invariants
 ///
-/// The disk's queue data is the boxed namespace, which outlives it: `disk` is dropped first.
+/// The disk's queue data is the boxed namespace and its private data the handle, which outlive it:
+/// `disk` is dropped first (but for the character device).
 pub(crate) struct NamespaceDisk {
+    /// `/dev/rsng<C>n<N>`, once the disk is added.
+    device: Option<Pin<KBox<NamespaceDevice>>>,
     disk: Disk,
     namespace: KBox<Namespace>,
+    /// What the disk's openers and the character device's files hold.
+    handle: Arc<NamespaceHandle>,
     /// The NSID now names another namespace: the disk is to be deleted (and another added).
     replaced: bool,
 }
@@ -306,7 +313,8 @@ pub(crate) struct NamespaceDisk {
 impl NamespaceDisk {
     /// Identifies namespace `nsid` of `ctrl`, identified as `id` (through `buf`), and makes its
     /// disk, `/dev/rsnvme<instance>n<nsid>`, on `tag_set`, with `limits`, not added yet
-    /// ([`Self::add`]); `None` for a namespace whose format this driver does not serve.
+    /// ([`Self::add`]); `None` for a namespace whose format this driver does not serve. Its
+    /// ioctls reach the controller through `gate`.
     ///
     /// # Safety
     ///
@@ -315,7 +323,7 @@ impl NamespaceDisk {
         ctrl: &Controller<'_>,
         buf: &Coherent<'_, u8>,
         limits: &ControllerLimits<'_>,
-        tag_set: &TagSet,
+        (tag_set, gate): (&TagSet, &Arc<Gate>),
         instance: u32,
         nsid: u32,
     ) -> Result<Option<Self>> {
@@ -340,22 +348,34 @@ impl NamespaceDisk {
             },
             GFP_KERNEL,
         )?;
+        let handle = NamespaceHandle::new(gate.clone(), nsid)?;
         let name = CString::try_from_fmt(fmt!("rsnvme{}n{}", instance, nsid))?;
         let queuedata = core::ptr::from_ref::<Namespace>(&namespace).cast_mut();
-        // SAFETY: The namespace is boxed (its address does not move) and outlives the disk
-        // (dropped after it, type invariant).
-        let disk = unsafe { Disk::new(tag_set, &ns.disk_config(&name, limits), queuedata.cast())? };
-        // INVARIANT: the disk's queue data is the namespace.
+        // SAFETY: The namespace is boxed and the handle in an `Arc` (their addresses do not move),
+        // and both outlive the disk (dropped after it, type invariant); an opener keeps the handle
+        // with a count of its own (`nsdev`).
+        let disk = unsafe {
+            Disk::new(
+                tag_set,
+                &ns.disk_config(&name, limits),
+                queuedata.cast(),
+                Arc::as_ptr(&handle).cast_mut().cast(),
+            )?
+        };
+        // INVARIANT: the disk's queue data is the namespace, its private data the handle.
         Ok(Some(Self {
+            device: None,
             disk,
             namespace,
+            handle,
             replaced: false,
         }))
     }
 
-    /// Adds the disk to the system, as a device of `ctrl`'s. Fails if the controller stops
-    /// answering meanwhile (adding a disk reads its partition table).
-    pub(crate) fn add(&mut self, ctrl: &Controller<'_>) -> Result {
+    /// Adds the disk to the system, as a device of `ctrl`'s (controller number `instance`), and
+    /// then the namespace's character device. Fails if the controller stops answering meanwhile
+    /// (adding a disk reads its partition table).
+    pub(crate) fn add(&mut self, ctrl: &Controller<'_>, instance: u32) -> Result {
         self.disk.add(ctrl.pdev.as_ref())?;
         if ctrl.is_dead() {
             dev_err!(
@@ -364,7 +384,22 @@ impl NamespaceDisk {
             );
             return Err(EIO);
         }
+        // As C, the disk serves without it.
+        match NamespaceDevice::new(self.handle.clone(), instance) {
+            Ok(device) => self.device = Some(device),
+            Err(e) => dev_warn!(
+                ctrl.pdev,
+                "namespace {}: no character device ({:?})\n",
+                self.namespace.nsid,
+                e
+            ),
+        }
         Ok(())
+    }
+
+    /// Whether `handle` is this namespace's.
+    pub(crate) fn has_handle(&self, handle: &NamespaceHandle) -> bool {
+        core::ptr::eq(&*self.handle, handle)
     }
 
     /// The namespace.

@@ -17,20 +17,34 @@ use kernel::{
     bindings,
     device::{Bound, Device},
     ffi::c_int,
+    ioctl::{_IO, _IOW, _IOWR},
     prelude::*,
     sync::Arc,
     transmute::{AsBytes, FromBytes},
     uaccess::{UserPtr, UserSlice},
 };
 
-use crate::blk::Disk;
-use crate::command::{Command, IdentifyController, UserCommand};
+use crate::command::{nvm, Command, IdentifyController, UserCommand};
 use crate::controller::Controller;
 use crate::dma_local::{Coherent, Gfp};
 use crate::effects::Effects;
 use crate::io::{self, UserCompletion};
+use crate::namespace::NamespaceDisk;
+use crate::nsdev::NamespaceHandle;
 use crate::regs::PAGE_SIZE;
 use crate::scan::NamespaceSet;
+
+/// The NVMe ioctls (`linux/nvme_ioctl.h`): on the controller's device, on a namespace's disk and
+/// on its generic character device.
+pub(crate) const NVME_IOCTL_ID: u32 = _IO(b'N' as u32, 0x40);
+pub(crate) const NVME_IOCTL_ADMIN_CMD: u32 = _IOWR::<PassthruCmd>(b'N' as u32, 0x41);
+pub(crate) const NVME_IOCTL_SUBMIT_IO: u32 = _IOW::<UserIo>(b'N' as u32, 0x42);
+pub(crate) const NVME_IOCTL_IO_CMD: u32 = _IOWR::<PassthruCmd>(b'N' as u32, 0x43);
+pub(crate) const NVME_IOCTL_RESET: u32 = _IO(b'N' as u32, 0x44);
+pub(crate) const NVME_IOCTL_RESCAN: u32 = _IO(b'N' as u32, 0x46);
+pub(crate) const NVME_IOCTL_ADMIN64_CMD: u32 = _IOWR::<PassthruCmd64>(b'N' as u32, 0x47);
+pub(crate) const NVME_IOCTL_IO64_CMD: u32 = _IOWR::<PassthruCmd64>(b'N' as u32, 0x48);
+pub(crate) const NVME_IOCTL_IO64_CMD_VEC: u32 = _IOWR::<PassthruCmd64>(b'N' as u32, 0x49);
 
 /// `struct nvme_passthru_cmd` (`linux/nvme_ioctl.h`), also `struct nvme_admin_cmd`.
 #[repr(C)]
@@ -71,9 +85,35 @@ pub(crate) struct PassthruCmd64 {
     result: u64,
 }
 
+/// `struct nvme_user_io` (`NVME_IOCTL_SUBMIT_IO`): a Read, Write or Compare of `nblocks + 1`
+/// logical blocks from `slba`, the driver filling in the rest of the command.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub(crate) struct UserIo {
+    opcode: u8,
+    flags: u8,
+    control: u16,
+    nblocks: u16,
+    rsvd: u16,
+    metadata: u64,
+    addr: u64,
+    slba: u64,
+    dsmgmt: u32,
+    reftag: u32,
+    apptag: u16,
+    appmask: u16,
+    /// The C structure's tail padding, made explicit.
+    padding: u32,
+}
+
 // The uapi sizes, which the ioctl numbers encode.
 const _: () = assert!(core::mem::size_of::<PassthruCmd>() == 72);
 const _: () = assert!(core::mem::size_of::<PassthruCmd64>() == 80);
+const _: () = assert!(core::mem::size_of::<UserIo>() == 48);
+
+/// Protection Information Action in a Read or Write's control field: the controller inserts or
+/// strips the protection information, so the caller gives no metadata buffer.
+const PRINFO_PRACT: u16 = 1 << 13;
 
 // SAFETY: `repr(C)` of integers with no padding (the sizes above are the fields' sum); any bytes
 // are valid.
@@ -84,6 +124,8 @@ unsafe impl AsBytes for PassthruCmd {}
 unsafe impl FromBytes for PassthruCmd64 {}
 // SAFETY: As above.
 unsafe impl AsBytes for PassthruCmd64 {}
+// SAFETY: As above (the padding is a field).
+unsafe impl FromBytes for UserIo {}
 
 /// What a passthrough ioctl asks for, whichever its structure.
 pub(crate) struct UserRequest {
@@ -190,6 +232,15 @@ fn allowed(command: &UserCommand) -> bool {
     admin()
 }
 
+/// How an I/O command reached the driver: through a file open for writing or not, on a partition
+/// of the namespace's disk or the whole namespace, and whether its data is a vector of segments.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Access {
+    pub(crate) open_for_write: bool,
+    pub(crate) partition: bool,
+    pub(crate) vectored: bool,
+}
+
 /// The bounce buffer of a controller's passthrough commands, and a PRP list of its pages.
 pub(crate) struct Bounce<'a> {
     data: Coherent<'a, u8>,
@@ -238,40 +289,107 @@ impl<'a> Bounce<'a> {
         Ok((prp1, prp2))
     }
 
-    /// Zeroes the buffer, copies `len` bytes from `user` into it (data for the controller) or
-    /// checks that `len` bytes at `user` can be written (data from it). `EFAULT` if not.
-    fn prepare(&mut self, user: UserPtr, len: usize, to_device: bool) -> Result {
+    /// Zeroes the buffer, copies the user memory of `data` into it (data for the controller) or
+    /// checks that it can be written (data from it). `EFAULT` if not.
+    fn prepare(&mut self, data: &UserData, to_device: bool) -> Result {
         for offset in (0..self.data.count()).step_by(PAGE_SIZE) {
             self.data.write_from(offset, &ZEROES)?;
         }
         let mut chunk = KVec::from_elem(0u8, PAGE_SIZE, GFP_KERNEL)?;
-        if to_device {
-            let mut reader = UserSlice::new(user, len).reader();
-            for offset in (0..len).step_by(PAGE_SIZE) {
-                let piece = &mut chunk[..(len - offset).min(PAGE_SIZE)];
-                reader.read_slice(piece)?;
-                self.data.write_from(offset, piece)?;
+        let mut at = 0;
+        for &(user, len) in data.segments() {
+            if to_device {
+                let mut reader = UserSlice::new(user, len).reader();
+                for offset in (0..len).step_by(PAGE_SIZE) {
+                    let piece = &mut chunk[..(len - offset).min(PAGE_SIZE)];
+                    reader.read_slice(piece)?;
+                    self.data.write_from(at + offset, piece)?;
+                }
+            } else {
+                // As the C driver, which maps the pages first: a bad buffer fails before the
+                // command.
+                let mut writer = UserSlice::new(user, len).writer();
+                for offset in (0..len).step_by(PAGE_SIZE) {
+                    writer.write_slice(&ZEROES[..(len - offset).min(PAGE_SIZE)])?;
+                }
             }
-        } else {
-            // As the C driver, which maps the pages first: a bad buffer fails before the command.
-            let mut writer = UserSlice::new(user, len).writer();
-            for offset in (0..len).step_by(PAGE_SIZE) {
-                writer.write_slice(&ZEROES[..(len - offset).min(PAGE_SIZE)])?;
-            }
+            at += len;
         }
         Ok(())
     }
 
-    /// Copies the first `len` bytes of the buffer to `user`.
-    fn copy_out(&self, user: UserPtr, len: usize) -> Result {
+    /// Copies the buffer to the user memory of `data`, from its start.
+    fn copy_out(&self, data: &UserData) -> Result {
         let mut chunk = KVec::from_elem(0u8, PAGE_SIZE, GFP_KERNEL)?;
-        let mut writer = UserSlice::new(user, len).writer();
-        for offset in (0..len).step_by(PAGE_SIZE) {
-            let piece = &mut chunk[..(len - offset).min(PAGE_SIZE)];
-            self.data.read_into(offset, piece)?;
-            writer.write_slice(piece)?;
+        let mut at = 0;
+        for &(user, len) in data.segments() {
+            let mut writer = UserSlice::new(user, len).writer();
+            for offset in (0..len).step_by(PAGE_SIZE) {
+                let piece = &mut chunk[..(len - offset).min(PAGE_SIZE)];
+                self.data.read_into(at + offset, piece)?;
+                writer.write_slice(piece)?;
+            }
+            at += len;
         }
         Ok(())
+    }
+}
+
+/// `struct iovec`: a vectored passthrough command's segment of user memory.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct IoVec {
+    base: u64,
+    len: u64,
+}
+
+// SAFETY: `repr(C)` of two integers, no padding; any bytes are valid.
+unsafe impl FromBytes for IoVec {}
+
+/// The most segments a vectored command may have (`UIO_MAXIOV`).
+const MAX_SEGMENTS: usize = 1024;
+
+/// The user memory of a command's data: one range, or the segments of a vectored command
+/// (`NVME_IOCTL_IO64_CMD_VEC`), in order.
+struct UserData {
+    segments: KVec<(UserPtr, usize)>,
+    /// The bytes of all segments.
+    len: usize,
+}
+
+impl UserData {
+    /// The memory of `request`, whose `addr` and `data_len` give the memory itself or, when
+    /// `vectored`, an array of `data_len` iovecs (C's `import_iovec`): `EINVAL` for more than
+    /// [`MAX_SEGMENTS`] of them, `EFAULT` if they cannot be read.
+    fn of(request: &UserRequest, vectored: bool) -> Result<Self> {
+        let mut segments = KVec::new();
+        if !vectored {
+            let len = request.data_len as usize;
+            segments.push((UserPtr::from_addr(request.addr as usize), len), GFP_KERNEL)?;
+            return Ok(Self { segments, len });
+        }
+        let count = request.data_len as usize;
+        if count > MAX_SEGMENTS {
+            return Err(EINVAL);
+        }
+        let mut reader = UserSlice::new(
+            UserPtr::from_addr(request.addr as usize),
+            count * size_of::<IoVec>(),
+        )
+        .reader();
+        let mut len = 0usize;
+        segments.reserve(count, GFP_KERNEL)?;
+        for _ in 0..count {
+            let iov: IoVec = reader.read()?;
+            let bytes = usize::try_from(iov.len).map_err(|_| EINVAL)?;
+            len = len.checked_add(bytes).ok_or(EINVAL)?;
+            segments.push((UserPtr::from_addr(iov.base as usize), bytes), GFP_KERNEL)?;
+        }
+        Ok(Self { segments, len })
+    }
+
+    fn segments(&self) -> &[(UserPtr, usize)] {
+        &self.segments
     }
 }
 
@@ -294,8 +412,8 @@ pub(crate) struct Passthrough<'a> {
 enum Target<'d> {
     /// The admin queue.
     Admin,
-    /// Namespace `nsid`'s disk, as a driver-private request on its queue.
-    Namespace(u32, &'d Disk),
+    /// A namespace, as a driver-private request on its disk's queue.
+    Namespace(&'d NamespaceDisk),
 }
 
 impl<'a> Passthrough<'a> {
@@ -333,21 +451,101 @@ impl<'a> Passthrough<'a> {
     /// `EACCES` for a command the caller may not send, `EINTR` for one the controller did not
     /// complete in time). The result goes back to the structure whenever the command completed.
     pub(crate) fn admin<C: Passthru>(&mut self, arg: usize) -> Result<isize> {
-        self.send::<C>(arg, Target::Admin, false)
+        self.passthru::<C>(arg, |this, request| {
+            this.send(request, Target::Admin, Access::default())
+        })
     }
 
     /// Sends the I/O command of the `C` at user address `arg` to the controller's only namespace
     /// (C's `nvme_dev_user_cmd`, the deprecated `NVME_IOCTL_IO_CMD` on the controller's device):
     /// `ENOTTY` without a namespace and `EINVAL` with several, where it is ambiguous, as from C.
-    /// Otherwise as [`Self::admin`], but for who may send it: `CAP_SYS_ADMIN`, or anyone for a
-    /// command [`Effects::io_harmless`] says is, through a file `open_for_write` or not; and the
-    /// NSID must be the namespace's (`EINVAL`).
+    /// Otherwise as [`Self::namespace_io`].
     pub(crate) fn io<C: Passthru>(&mut self, arg: usize, open_for_write: bool) -> Result<isize> {
         let namespaces = self.namespaces.clone();
+        let access = Access {
+            open_for_write,
+            ..Access::default()
+        };
         // The disk stays while the command runs: no scan deletes it meanwhile.
         namespaces.with_only_namespace(|only| {
-            let target = Target::Namespace(only.namespace().nsid, only.disk());
-            self.send::<C>(arg, target, open_for_write)
+            self.passthru::<C>(arg, |this, request| {
+                this.send(request, Target::Namespace(only), access)
+            })
+        })
+    }
+
+    /// Sends the I/O command of the `C` at user address `arg` to the namespace of `handle`, as it
+    /// came through `access` (C's `nvme_user_cmd` on a namespace). As [`Self::admin`], but for
+    /// who may send it: `CAP_SYS_ADMIN`, or anyone for a command [`Effects::io_harmless`] says
+    /// is, but on a partition; and the NSID must be the namespace's (`EINVAL`). `ENODEV` once the
+    /// namespace is gone.
+    pub(crate) fn namespace_io<C: Passthru>(
+        &mut self,
+        handle: &NamespaceHandle,
+        arg: usize,
+        access: Access,
+    ) -> Result<isize> {
+        let namespaces = self.namespaces.clone();
+        self.passthru::<C>(arg, |this, request| {
+            namespaces.with_namespace(handle, |entry| {
+                this.send(request, Target::Namespace(entry), access)
+            })
+        })
+    }
+
+    /// Sends the Read, Write or Compare of the `nvme_user_io` at user address `arg` to the
+    /// namespace of `handle` (C's `nvme_submit_io`), its length in the namespace's blocks:
+    /// `EINVAL` for flags, another opcode or a metadata buffer; otherwise as
+    /// [`Self::namespace_io`], but no result goes back.
+    pub(crate) fn submit_io(
+        &mut self,
+        handle: &NamespaceHandle,
+        arg: usize,
+        access: Access,
+    ) -> Result<isize> {
+        let io: UserIo = UserSlice::new(UserPtr::from_addr(arg), size_of::<UserIo>())
+            .reader()
+            .read()?;
+        if io.flags != 0 || ![nvm::WRITE, nvm::READ, nvm::COMPARE].contains(&io.opcode) {
+            return Err(EINVAL);
+        }
+        // No namespace this driver serves has metadata: no metadata is moved, and with PRACT the
+        // caller must not give a buffer for it (as C, where it would be the controller's to
+        // insert or strip).
+        if io.control & PRINFO_PRACT != 0 && io.metadata != 0 {
+            return Err(EINVAL);
+        }
+        let namespaces = self.namespaces.clone();
+        namespaces.with_namespace(handle, |entry| {
+            let namespace = entry.namespace();
+            // The block size holds while the inventory is locked: a scan changes it under the lock.
+            let blocks = u32::from(io.nblocks) + 1;
+            let request = UserRequest {
+                command: UserCommand {
+                    opcode: io.opcode,
+                    nsid: namespace.nsid,
+                    cdw2: 0,
+                    cdw3: 0,
+                    cdw10_15: [
+                        io.slba as u32,
+                        (io.slba >> 32) as u32,
+                        u32::from(io.nblocks) | u32::from(io.control) << 16,
+                        io.dsmgmt,
+                        io.reftag,
+                        u32::from(io.apptag) | u32::from(io.appmask) << 16,
+                    ],
+                },
+                flags: 0,
+                metadata: 0,
+                metadata_len: 0,
+                addr: io.addr,
+                // At most 2^16 blocks of 4 KiB: no overflow.
+                data_len: blocks << namespace.lba_shift(),
+                timeout_ms: 0,
+            };
+            let (status, _) = self.send(&request, Target::Namespace(entry), access)?;
+            // Lossless: 15 bits.
+            Ok(status as isize)
         })
     }
 
@@ -358,27 +556,48 @@ impl<'a> Passthrough<'a> {
         self.namespaces.rescan()
     }
 
-    /// Whether the caller may send I/O command `command` through a file `open_for_write` or not
-    /// (C's `nvme_cmd_allowed` for a namespace): vendor specific and Fabrics commands, whose
-    /// effects nobody knows, and any the effects do not say are harmless take `CAP_SYS_ADMIN`.
-    fn io_allowed(&self, command: &UserCommand, open_for_write: bool) -> bool {
-        let harmless = !command.is_vendor_or_fabrics()
-            && self.effects.io_harmless(command.opcode, open_for_write);
+    /// Whether the caller may send I/O command `command` as it came through `access` (C's
+    /// `nvme_cmd_allowed` for a namespace): anything on a partition, vendor specific and Fabrics
+    /// commands, whose effects nobody knows, and any the effects do not say are harmless take
+    /// `CAP_SYS_ADMIN`.
+    fn io_allowed(&self, command: &UserCommand, access: Access) -> bool {
+        let harmless = !access.partition
+            && !command.is_vendor_or_fabrics()
+            && self
+                .effects
+                .io_harmless(command.opcode, access.open_for_write);
         harmless || capable_sys_admin()
     }
 
-    /// Checks the command of the `C` at user address `arg`, moves its data through the bounce
-    /// buffer and sends it to `target`, for a caller whose file is `open_for_write` or not.
-    fn send<C: Passthru>(
+    /// Reads the `C` at user address `arg`, has `send` send what it asks for, and writes the
+    /// result back to it: returns the NVMe status field (0 for success) or `send`'s error.
+    fn passthru<C: Passthru>(
         &mut self,
         arg: usize,
-        target: Target<'_>,
-        open_for_write: bool,
+        send: impl FnOnce(&mut Self, &UserRequest) -> Result<(u16, u64)>,
     ) -> Result<isize> {
         let cmd: C = UserSlice::new(UserPtr::from_addr(arg), size_of::<C>())
             .reader()
             .read()?;
-        let request = cmd.request();
+        let (status, result) = send(self, &cmd.request())?;
+        UserSlice::new(
+            UserPtr::from_addr(arg + C::RESULT_OFFSET),
+            size_of::<C::Result>(),
+        )
+        .writer()
+        .write(&C::result(result))?;
+        // Lossless: 15 bits.
+        Ok(status as isize)
+    }
+
+    /// Checks `request`, as it came through `access`, moves its data through the bounce buffer
+    /// and sends it to `target`: returns the NVMe status field and the completion's DW0 and DW1.
+    fn send(
+        &mut self,
+        request: &UserRequest,
+        target: Target<'_>,
+        access: Access,
+    ) -> Result<(u16, u64)> {
         // Removal has begun: a command given up may still own the bounce buffer.
         if self.ctrl.is_removing() {
             return Err(ENODEV);
@@ -388,16 +607,16 @@ impl<'a> Passthrough<'a> {
         }
         match target {
             Target::Admin if !allowed(&request.command) => return Err(EACCES),
-            Target::Namespace(nsid, _) if request.command.nsid != nsid => {
+            Target::Namespace(entry) if request.command.nsid != entry.namespace().nsid => {
                 dev_err!(
                     self.ctrl.pdev,
                     "nsid ({}) in cmd does not match nsid ({}) of namespace\n",
                     request.command.nsid,
-                    nsid
+                    entry.namespace().nsid
                 );
                 return Err(EINVAL);
             }
-            Target::Namespace(..) if !self.io_allowed(&request.command, open_for_write) => {
+            Target::Namespace(..) if !self.io_allowed(&request.command, access) => {
                 return Err(EACCES)
             }
             _ => {}
@@ -406,11 +625,11 @@ impl<'a> Passthrough<'a> {
         if request.metadata != 0 && request.metadata_len != 0 {
             return Err(EINVAL);
         }
-        let len = request.data_len as usize;
+        let data = UserData::of(request, access.vectored)?;
+        let len = data.len;
         if len > self.max_transfer {
             return Err(EINVAL);
         }
-        let data = UserPtr::from_addr(request.addr as usize);
         let to_device = request.command.to_device();
         let opcode = request.command.opcode;
         let is_admin = matches!(target, Target::Admin);
@@ -422,7 +641,7 @@ impl<'a> Passthrough<'a> {
             Some(bounce) => bounce,
             empty => empty.insert(Bounce::new(self.ctrl.pdev.as_ref(), self.max_transfer)?),
         };
-        bounce.prepare(data, len, to_device)?;
+        bounce.prepare(&data, to_device)?;
         let (prp1, prp2) = bounce.prps(len)?;
         let mut command = Command::from(request.command);
         command.set_prps(prp1, prp2);
@@ -453,9 +672,10 @@ impl<'a> Passthrough<'a> {
                     .map_err(|e| if e == ETIMEDOUT { EINTR } else { e })?;
                 (done.status_field(), done.result64())
             }
-            Target::Namespace(_, disk) => {
+            Target::Namespace(entry) => {
                 // The request ends before this returns: a timeout ends it after the controller
                 // let go of it (abort, reset, or kill), so the buffer is not in use any more.
+                let disk = entry.disk();
                 match io::execute_user_command(disk, &command, to_device, request.timeout_ms)? {
                     UserCompletion::Completed { status, result } => (status, result),
                     // Taken by a reset, or ended with the controller: C's `EINTR`.
@@ -476,15 +696,8 @@ impl<'a> Passthrough<'a> {
             );
         }
         if !to_device {
-            bounce.copy_out(data, len)?;
+            bounce.copy_out(&data)?;
         }
-        UserSlice::new(
-            UserPtr::from_addr(arg + C::RESULT_OFFSET),
-            size_of::<C::Result>(),
-        )
-        .writer()
-        .write(&C::result(result))?;
-        // Lossless: 15 bits.
-        Ok(status as isize)
+        Ok((status, result))
     }
 }

@@ -19,11 +19,13 @@ use kernel::{
 
 use crate::admin::IDENTIFY_SIZE;
 use crate::blk::{self, TagSet};
+use crate::chardev::Gate;
 use crate::command::{IdentifyController, IdentifyNvmController};
 use crate::controller::Controller;
 use crate::dma_local::{Coherent, Gfp};
 use crate::io;
 use crate::namespace::{self, ControllerLimits, NamespaceDisk, Revalidated};
+use crate::nsdev::NamespaceHandle;
 
 /// The namespaces with a disk, by ascending NSID.
 pub(crate) struct Inventory {
@@ -47,17 +49,20 @@ pub(crate) struct NamespaceSet<'a> {
     inventory: Mutex<Inventory>,
     /// The tag set every disk is on.
     tag_set: Arc<TagSet>,
+    /// Where the namespaces' ioctls reach the controller.
+    gate: Arc<Gate>,
     /// The controller number in the disks' names.
     instance: u32,
 }
 
 impl<'a> NamespaceSet<'a> {
-    /// An empty set for `ctrl`, identified as `identity`, whose disks go on `tag_set` and are named
-    /// after controller number `instance`. [`Self::close`] deletes the disks.
+    /// An empty set for `ctrl`, identified as `identity`, whose disks go on `tag_set`, are named
+    /// after controller number `instance` and reach the controller through `gate`.
+    /// [`Self::close`] deletes the disks.
     pub(crate) fn new(
         ctrl: Arc<Controller<'a>>,
         identity: (&IdentifyController, &IdentifyNvmController),
-        tag_set: Arc<TagSet>,
+        (tag_set, gate): (Arc<TagSet>, Arc<Gate>),
         instance: u32,
     ) -> Result<Arc<Self>> {
         Arc::pin_init(
@@ -66,6 +71,7 @@ impl<'a> NamespaceSet<'a> {
                 id: *identity.0,
                 nvm_id: *identity.1,
                 tag_set,
+                gate,
                 instance,
                 inventory <- new_mutex!(Inventory {
                     disks: KVec::new(),
@@ -101,7 +107,14 @@ impl<'a> NamespaceSet<'a> {
         for nsid in namespace::active_nsids(&self.ctrl, &self.id, buf)? {
             // SAFETY: The set holds the tag set, which outlives its disks.
             let made = unsafe {
-                NamespaceDisk::new(&self.ctrl, buf, &limits, &self.tag_set, self.instance, nsid)
+                NamespaceDisk::new(
+                    &self.ctrl,
+                    buf,
+                    &limits,
+                    (&self.tag_set, &self.gate),
+                    self.instance,
+                    nsid,
+                )
             }?;
             if let Some(entry) = made {
                 inventory.disks.push(entry, GFP_KERNEL)?;
@@ -110,7 +123,7 @@ impl<'a> NamespaceSet<'a> {
         inventory
             .disks
             .iter_mut()
-            .try_for_each(|entry| entry.add(&self.ctrl))
+            .try_for_each(|entry| entry.add(&self.ctrl, self.instance))
     }
 
     /// Scans the namespaces again: every disk in line with its namespace's format, the disks of
@@ -180,6 +193,20 @@ impl<'a> NamespaceSet<'a> {
                 );
                 Err(EINVAL)
             }
+        }
+    }
+
+    /// Runs `f` on the namespace of `handle`, the inventory locked meanwhile: `ENODEV` once it is
+    /// gone (its disk deleted, or about to be).
+    pub(crate) fn with_namespace<R>(
+        &self,
+        handle: &NamespaceHandle,
+        f: impl FnOnce(&NamespaceDisk) -> Result<R>,
+    ) -> Result<R> {
+        let inventory = self.inventory.lock();
+        match inventory.disks.iter().find(|e| e.has_handle(handle)) {
+            Some(entry) if !entry.is_replaced() => f(entry),
+            _ => Err(ENODEV),
         }
     }
 
@@ -298,7 +325,14 @@ impl<'a> NamespaceSet<'a> {
             inventory.disks.reserve(1, GFP_KERNEL)?;
             // SAFETY: The set holds the tag set, which outlives its disks.
             let made = unsafe {
-                NamespaceDisk::new(ctrl, buf, &limits, &self.tag_set, self.instance, nsid)
+                NamespaceDisk::new(
+                    ctrl,
+                    buf,
+                    &limits,
+                    (&self.tag_set, &self.gate),
+                    self.instance,
+                    nsid,
+                )
             };
             let mut entry = match made {
                 Ok(Some(entry)) => entry,
@@ -309,7 +343,7 @@ impl<'a> NamespaceSet<'a> {
                 }
             };
             // Added before it joins the inventory: a disk that fails to add is dropped whole.
-            if let Err(e) = entry.add(ctrl) {
+            if let Err(e) = entry.add(ctrl, self.instance) {
                 result = result.and(Err(e));
                 continue;
             }

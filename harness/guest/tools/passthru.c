@@ -24,6 +24,14 @@
  *   passthru io-rewrite DEV     the same Read, then a Write of what it read back to LBA 8, once
  *                               through DEV opened read-only and once opened for writing; prints
  *                               "read=RESULT ro_write=RESULT rw_write=RESULT".
+ *   passthru ns-io DEV          the ioctls of a namespace's device (its disk, a partition, its
+ *                               generic character device), opened read-only, of a namespace with
+ *                               512-byte blocks: its NSID (NVME_IOCTL_ID), a 4 KiB Read at LBA 24
+ *                               and a Write of it back (NVME_IOCTL_SUBMIT_IO), the same Read
+ *                               with a 64-bit result and as a vector of three segments
+ *                               (NVME_IOCTL_IO64_CMD, _VEC; "differs" if the bytes do), a
+ *                               SUBMIT_IO with an opcode it does not take, and an Identify
+ *                               Controller (NVME_IOCTL_ADMIN_CMD); prints "id=N read=RESULT ...".
  *
  * Run as root with "--as-nobody" first, it drops to uid and gid 65534 before opening DEV. DEV
  * "fd:N" is the file already open as descriptor N (one opened before its driver went away).
@@ -37,6 +45,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define PAGE 4096
@@ -306,6 +315,48 @@ static int io_rewrite(int read_only_fd, const char *path)
 	return 0;
 }
 
+/* A 4 KiB Read (0x02) or Write (0x01) at LBA 24 through NVME_IOCTL_SUBMIT_IO. */
+static int submit_lba24(int fd, uint8_t opcode, char *buf)
+{
+	struct nvme_user_io io = { .opcode = opcode, .nblocks = PAGE / 512 - 1, .slba = 24,
+				   .addr = (uintptr_t)buf };
+
+	return ioctl(fd, NVME_IOCTL_SUBMIT_IO, &io);
+}
+
+/* The result of a Read, or "differs" if it succeeded with other bytes than `expected`. */
+static const char *read_result(int ret, const char *buf, const char *expected)
+{
+	if (ret == 0 && memcmp(buf, expected, PAGE) != 0)
+		return "differs";
+	return result(ret);
+}
+
+static int ns_io(int fd)
+{
+	static char data[PAGE], again[PAGE], vec[PAGE], buf[PAGE];
+	struct iovec iov[3] = { { vec, 1000 }, { vec + 1000, 2000 }, { vec + 3000, PAGE - 3000 } };
+	struct nvme_passthru_cmd64 cmd64 = { .opcode = 0x02, .addr = (uintptr_t)again,
+					     .data_len = PAGE, .cdw10 = 24, .cdw12 = PAGE / 512 - 1 };
+	struct nvme_user_io bad = { .opcode = 0x09, .addr = (uintptr_t)buf };
+	struct nvme_admin_cmd id = identify(buf, PAGE, 1);
+	int nsid = ioctl(fd, NVME_IOCTL_ID);
+
+	printf("id=%s", nsid > 0 ? "" : result(nsid));
+	if (nsid > 0)
+		printf("%d", nsid);
+	cmd64.nsid = nsid;
+	printf(" read=%s", result(submit_lba24(fd, 0x02, data)));
+	printf(" write=%s", result(submit_lba24(fd, 0x01, data)));
+	printf(" io64=%s", read_result(ioctl(fd, NVME_IOCTL_IO64_CMD, &cmd64), again, data));
+	cmd64.addr = (uintptr_t)iov;
+	cmd64.data_len = 3;
+	printf(" vec=%s", read_result(ioctl(fd, NVME_IOCTL_IO64_CMD_VEC, &cmd64), vec, data));
+	printf(" bad_opcode=%s", result(ioctl(fd, NVME_IOCTL_SUBMIT_IO, &bad)));
+	printf(" admin=%s\n", result(admin(fd, &id)));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int privileged = 1, fd;
@@ -320,7 +371,7 @@ int main(int argc, char **argv)
 		argc--;
 	}
 	if (argc < 3) {
-		fprintf(stderr, "usage: passthru [--as-nobody] cases DEV | fuzz DEV N SEED | io-read DEV | io-rewrite DEV\n");
+		fprintf(stderr, "usage: passthru [--as-nobody] cases DEV | fuzz DEV N SEED | io-read DEV | io-rewrite DEV | ns-io DEV\n");
 		return 2;
 	}
 	if (strncmp(argv[2], "fd:", 3) == 0)
@@ -335,6 +386,8 @@ int main(int argc, char **argv)
 		return cases(fd);
 	if (strcmp(argv[1], "io-rewrite") == 0)
 		return io_rewrite(fd, argv[2]);
+	if (strcmp(argv[1], "ns-io") == 0)
+		return ns_io(fd);
 	if (strcmp(argv[1], "io-read") == 0) {
 		static char buf[PAGE];
 		struct nvme_passthru_cmd cmd = { .opcode = 0x02, .nsid = 1, .addr = (uintptr_t)buf,
@@ -345,6 +398,6 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "fuzz") == 0 && argc == 5)
 		return fuzz(fd, atol(argv[3]), strtoul(argv[4], NULL, 0), privileged);
-	fprintf(stderr, "usage: passthru [--as-nobody] cases DEV | fuzz DEV N SEED | io-read DEV | io-rewrite DEV\n");
+	fprintf(stderr, "usage: passthru [--as-nobody] cases DEV | fuzz DEV N SEED | io-read DEV | io-rewrite DEV | ns-io DEV\n");
 	return 2;
 }

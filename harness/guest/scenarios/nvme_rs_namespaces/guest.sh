@@ -3,7 +3,9 @@
 # each in an NVM subsystem of its own with namespace 1 attached and namespace 2 attached to no
 # controller, behind intel-iommu): attach-ns adds the disk, data written to it reads back,
 # detach-ns deletes it, as on C; the same through the other driver's controller of a shared
-# subsystem, which only an asynchronous event tells of; the disks' nsid and wwid attributes are C's.
+# subsystem, which only an asynchronous event tells of; the disks' nsid and wwid attributes are C's;
+# a namespace's disk or character device held open after its namespace or its controller went gets
+# ENODEV for what needs either.
 check load insmod /modules/nvme_rs.ko
 check disk wait_for 20 test -b /dev/rsnvme0n1
 check load-c-nvme load_c_nvme
@@ -47,8 +49,14 @@ for round in 1 2; do
     check "rs-data-$round" through /dev/rsnvme0n2
     check "c-data-$round" through "${c1%n1}n2"
     check "rs-nsid-2-$round" grep -qx 2 /sys/block/rsnvme0n2/nsid
+    # The namespace's disk and generic character device, held open across the detachment.
+    check "rs-ng-device-$round" test -c /dev/rsng0n2
+    exec 4</dev/rsnvme0n2 5</dev/rsng0n2
     check "detach-$round" attach detach-ns
-    check "rs-disk-deleted-$round" sh -c '! test -e /dev/rsnvme0n2'
+    check "rs-disk-deleted-$round" sh -c '! test -e /dev/rsnvme0n2 && ! test -e /dev/rsng0n2'
+    diag "held_after_detach_disk_$round=$(passthru ns-io fd:4)"
+    diag "held_after_detach_ng_$round=$(passthru ns-io fd:5)"
+    exec 4<&- 5<&-
     check "c-disk-deleted-$round" wait_for 10 sh -c "! test -e ${c1%n1}n2"
 done
 check rs-first-disk-kept through $rs1
@@ -96,6 +104,8 @@ long_admin() {
 }
 long_admin $rs_ctrl rs &
 long_admin "$c_ctrl" c &
+# nvme_rs's disk and its namespace's character device, held open across the unbind.
+exec 4<$rs1 5</dev/rsng0n1
 sleep 1
 # unbind_within DRIVER ADDRESS: unbinds the device in less than ten seconds.
 unbind_within() {
@@ -106,6 +116,10 @@ unbind_within() {
 check unbind-rs-under-long-admin unbind_within nvme_rs "$RS_PCI"
 check unbind-c-under-long-admin unbind_within nvme "$C_PCI"
 wait
+diag "held_after_unbind_disk=$(passthru ns-io fd:4)"
+diag "held_after_unbind_ng=$(passthru ns-io fd:5)"
+check module-stays-while-held sh -c '! rmmod nvme_rs 2>/dev/null'
+exec 4<&- 5<&-
 diag "long_admin_rs=$(tr '\n' ' ' </tmp/long_rs.out)"
 diag "long_admin_c=$(tr '\n' ' ' </tmp/long_c.out)"
 

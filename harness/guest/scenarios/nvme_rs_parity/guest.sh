@@ -25,11 +25,11 @@ nvme_out() {
     echo "$out" | grep -Ev "$twin_lines" | sed "s|${dev#/dev/}||g" | tr '\n' '|'
     echo " rc=$rc"
 }
-# nvme_as_c NAME SUBCOMMAND [OPTIONS...]: nvme-cli prints the same for both controllers.
-nvme_as_c() {
-    name=$1
-    shift
-    rs_out=$(nvme_out "$1" $RS "$@") c_out=$(nvme_out "$1" "$C" "$@")
+# nvme_same NAME RS_DEV C_DEV SUBCOMMAND [OPTIONS...]: nvme-cli prints the same for both devices.
+nvme_same() {
+    name=$1 rs_dev=$2 c_dev=$3
+    shift 3
+    rs_out=$(nvme_out "$1" "$rs_dev" "$@") c_out=$(nvme_out "$1" "$c_dev" "$@")
     diag "nvme_$name=$rs_out"
     [ "$rs_out" = "$c_out" ] || {
         echo "nvme $*: nvme_rs / C:"
@@ -38,6 +38,12 @@ nvme_as_c() {
         diff /tmp/rs.out /tmp/c.out
         return 1
     }
+}
+# nvme_as_c NAME SUBCOMMAND [OPTIONS...]: nvme-cli prints the same for both controllers.
+nvme_as_c() {
+    name=$1
+    shift
+    nvme_same "$name" $RS "$C" "$@"
 }
 check id-ctrl-as-c nvme_as_c id_ctrl id-ctrl
 check id-ns-1-as-c nvme_as_c id_ns_1 id-ns -n 1
@@ -201,6 +207,51 @@ diag "io_nobody_c=$(passthru --as-nobody io-read "$C1")"
 diag "io_rewrite_nobody_rs=$(passthru --as-nobody io-rewrite $RS1)"
 diag "io_rewrite_nobody_c=$(passthru --as-nobody io-rewrite "$C1")"
 check data-after-nobody-rewrite io_passthru $RS1 /dev/rsnvme1n1
+
+# A namespace's own devices, its disk and its generic character device (nvme_rs's /dev/rsng1n1,
+# C's /dev/ng<C>n1): nvme-cli's get-ns-id, id-ns (the NSID from the device) and io-passthru answer
+# as C's, and so do the namespace ioctls (`passthru ns-io`), as root and as nobody; through a
+# partition, nobody may send an I/O command (C keeps a partition's user inside it).
+RS1_NG=/dev/rsng1n1 C1_NG=/dev/ng${C1#/dev/nvme}n1
+check ng-devices wait_for 20 test -c $RS1_NG -a -c "$C1_NG"
+# namespace_devices_as_c KIND RS_DEV C_DEV
+namespace_devices_as_c() {
+    kind=$1 rs=$2 c=$3
+    check "get-ns-id-$kind-as-c" nvme_same "get_ns_id_$kind" "$rs" "$c" get-ns-id
+    check "id-ns-$kind-as-c" nvme_same "id_ns_$kind" "$rs" "$c" id-ns
+    check "io-passthru-$kind" io_passthru "$rs" /dev/rsnvme1n1
+    check "c-io-passthru-$kind" io_passthru "$c" "${C1}n1"
+    ns_io_as_c "$kind" "$rs" "$c"
+}
+# ns_io_as_c KIND RS_DEV C_DEV: `passthru ns-io` on each, as root and as nobody
+ns_io_as_c() {
+    chmod 0666 "$2" "$3"
+    for who in root nobody; do
+        as=
+        [ $who = nobody ] && as=--as-nobody
+        # shellcheck disable=SC2086 # no option as root
+        diag "ns_io_$1_${who}_rs=$(passthru $as ns-io "$2")"
+        # shellcheck disable=SC2086
+        diag "ns_io_$1_${who}_c=$(passthru $as ns-io "$3")"
+    done
+}
+namespace_devices_as_c disk /dev/rsnvme1n1 "${C1}n1"
+namespace_devices_as_c ng $RS1_NG "$C1_NG"
+# one_partition DISK: a DOS partition table with one Linux partition, sectors 2048 to 10239
+one_partition() {
+    {
+        dd if=/dev/zero bs=446 count=1 2>/dev/null
+        printf '\000\000\000\000\203\000\000\000\000\010\000\000\000\040\000\000'
+        dd if=/dev/zero bs=48 count=1 2>/dev/null
+        printf '\125\252'
+    } >/tmp/mbr
+    dd if=/tmp/mbr of="$1" bs=512 count=1 conv=notrunc oflag=direct 2>/dev/null &&
+        blockdev --rereadpt "$1"
+}
+check partition one_partition /dev/rsnvme1n1
+check c-partition one_partition "${C1}n1"
+check partition-nodes wait_for 20 test -b /dev/rsnvme1n1p1 -a -b "${C1}n1p1"
+ns_io_as_c partition /dev/rsnvme1n1p1 "${C1}n1p1"
 
 # A file held open across the unbind: its ioctls get ENODEV, nothing crashes, and while it is
 # open the module stays (the file's owner, or on 7.2 the driver's own reference).
