@@ -63,6 +63,16 @@ fn nvme_rs_adds_and_deletes_disks_as_namespaces_come_and_go() {
             assert_eq!(dut.diagnostic(&key), gone_namespace, "{key}");
         }
     }
+    // A Read that moves more than its data length says stays in the driver's buffer; a command
+    // whose length the driver cannot tell and whose PRP2 would be the caller's is root's only.
+    assert_eq!(
+        dut.diagnostic("overlong_root"),
+        "long_read=ok dsm_two_pages=ok"
+    );
+    assert_eq!(
+        dut.diagnostic("overlong_nobody"),
+        "long_read=ok dsm_two_pages=EACCES"
+    );
     let gone_controller = "id=1 read=ENODEV write=ENODEV io64=ENODEV vec=ENODEV \
                            bad_opcode=ENODEV admin=ENODEV";
     for device in ["disk", "ng"] {

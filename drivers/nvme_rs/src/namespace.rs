@@ -397,6 +397,11 @@ impl NamespaceDisk {
         Ok(())
     }
 
+    /// The namespace's handle, as its disk's openers hold it.
+    pub(crate) fn handle(&self) -> Arc<NamespaceHandle> {
+        self.handle.clone()
+    }
+
     /// Whether `handle` is this namespace's.
     pub(crate) fn has_handle(&self, handle: &NamespaceHandle) -> bool {
         core::ptr::eq(&*self.handle, handle)

@@ -23,7 +23,7 @@ use kernel::{
 
 use crate::chardev::{nvme_rs_open_for_write, pin_module, Gate, OwnedFileOperations};
 use crate::passthrough::{
-    Access, PassthruCmd, PassthruCmd64, NVME_IOCTL_ADMIN64_CMD, NVME_IOCTL_ADMIN_CMD,
+    Access, Passthrough, PassthruCmd, PassthruCmd64, NVME_IOCTL_ADMIN64_CMD, NVME_IOCTL_ADMIN_CMD,
     NVME_IOCTL_ID, NVME_IOCTL_IO64_CMD, NVME_IOCTL_IO64_CMD_VEC, NVME_IOCTL_IO_CMD,
     NVME_IOCTL_SUBMIT_IO,
 };
@@ -41,28 +41,41 @@ impl NamespaceHandle {
         Ok(Arc::new(Self { controller, nsid }, GFP_KERNEL)?)
     }
 
+    /// The namespace's NSID.
+    pub(crate) fn nsid(&self) -> u32 {
+        self.nsid
+    }
+
     /// Runs namespace ioctl `cmd` with argument `arg`, as it came through `access` (C's
     /// `nvme_ioctl` and `nvme_ns_chr_ioctl`).
     fn ioctl(&self, cmd: u32, arg: usize, access: Access) -> Result<isize> {
-        if cmd == NVME_IOCTL_ID {
-            return Ok(self.nsid as isize);
-        }
-        self.controller.with_passthrough(|passthrough| match cmd {
+        let vectored = Access {
+            vectored: true,
+            ..access
+        };
+        // Others (`SG_IO`, a tool probing the device) wait for no passthrough command.
+        match cmd {
+            NVME_IOCTL_ID => Ok(self.nsid as isize),
             // The controller's, whichever namespace they came through.
-            NVME_IOCTL_ADMIN_CMD => passthrough.admin::<PassthruCmd>(arg),
-            NVME_IOCTL_ADMIN64_CMD => passthrough.admin::<PassthruCmd64>(arg),
-            NVME_IOCTL_IO_CMD => passthrough.namespace_io::<PassthruCmd>(self, arg, access),
-            NVME_IOCTL_IO64_CMD => passthrough.namespace_io::<PassthruCmd64>(self, arg, access),
-            NVME_IOCTL_IO64_CMD_VEC => {
-                let access = Access {
-                    vectored: true,
-                    ..access
-                };
-                passthrough.namespace_io::<PassthruCmd64>(self, arg, access)
+            NVME_IOCTL_ADMIN_CMD => self.passthrough(|p| p.admin::<PassthruCmd>(arg)),
+            NVME_IOCTL_ADMIN64_CMD => self.passthrough(|p| p.admin::<PassthruCmd64>(arg)),
+            NVME_IOCTL_IO_CMD => {
+                self.passthrough(|p| p.namespace_io::<PassthruCmd>(self, arg, access))
             }
-            NVME_IOCTL_SUBMIT_IO => passthrough.submit_io(self, arg, access),
+            NVME_IOCTL_IO64_CMD => {
+                self.passthrough(|p| p.namespace_io::<PassthruCmd64>(self, arg, access))
+            }
+            NVME_IOCTL_IO64_CMD_VEC => {
+                self.passthrough(|p| p.namespace_io::<PassthruCmd64>(self, arg, vectored))
+            }
+            NVME_IOCTL_SUBMIT_IO => self.passthrough(|p| p.submit_io(self, arg, access)),
             _ => Err(ENOTTY),
-        })
+        }
+    }
+
+    /// Runs `f` on the controller's passthrough while the controller is bound; `ENODEV` after.
+    fn passthrough(&self, f: impl FnOnce(&mut Passthrough<'_>) -> Result<isize>) -> Result<isize> {
+        self.controller.with_passthrough(f)
     }
 }
 

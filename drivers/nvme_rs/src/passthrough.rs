@@ -29,7 +29,7 @@ use crate::controller::Controller;
 use crate::dma_local::{Coherent, Gfp};
 use crate::effects::Effects;
 use crate::io::{self, UserCompletion};
-use crate::namespace::NamespaceDisk;
+use crate::namespace::Namespace;
 use crate::nsdev::NamespaceHandle;
 use crate::regs::PAGE_SIZE;
 use crate::scan::NamespaceSet;
@@ -269,10 +269,13 @@ impl<'a> Bounce<'a> {
     /// PRP Entry 1 and 2 for a command that moves `len` bytes, as the controller reads them from
     /// that length: PRP2 is the second page's address when the data ends there, the list's
     /// otherwise. The list is written again each time (a controller may have written it, taking a
-    /// longer command's list for data). A command that moves more than it says reaches the buffer,
-    /// or the list, for all that fit (the list is the driver's, and rewritten), but for one that
-    /// says it moves up to two pages and moves more: the second page, the caller's data, is then
-    /// taken for a list (only `CAP_SYS_ADMIN` may send such a command: others, only Identify).
+    /// longer command's list for data). A command that moves more than `len` reaches the buffer,
+    /// or the list, for all that fit (the list is the driver's, and rewritten), but for one said to
+    /// move more than one page and up to two that moves more: the second page, the caller's data,
+    /// is then taken for a list. So `len` is what the command itself says it moves wherever the
+    /// driver can tell (Reads, Writes, Compares: [`transfer_length`]), and only `CAP_SYS_ADMIN`
+    /// may send other commands with such a length (others may send only Identify to the admin
+    /// queue: one page).
     fn prps(&mut self, len: usize) -> Result<(u64, u64)> {
         let prp1 = self.data.dma_handle();
         let Some(list) = &mut self.list else {
@@ -385,6 +388,10 @@ impl UserData {
             len = len.checked_add(bytes).ok_or(EINVAL)?;
             segments.push((UserPtr::from_addr(iov.base as usize), bytes), GFP_KERNEL)?;
         }
+        // Segments without a byte are no data (C's `blk_rq_map_user_iov`).
+        if count > 0 && len == 0 {
+            return Err(EINVAL);
+        }
         Ok(Self { segments, len })
     }
 
@@ -412,8 +419,17 @@ pub(crate) struct Passthrough<'a> {
 enum Target<'d> {
     /// The admin queue.
     Admin,
-    /// A namespace, as a driver-private request on its disk's queue.
-    Namespace(&'d NamespaceDisk),
+    /// The namespace of a handle, as a driver-private request on its disk's queue.
+    Namespace(&'d NamespaceHandle),
+}
+
+/// The bytes I/O command `command` moves to or from namespace `namespace`, where the driver can
+/// tell from the command: a Read, Write or Compare moves its blocks (NLB, 0-based, in command dword
+/// 12), whatever the caller says it moves.
+fn transfer_length(command: &UserCommand, namespace: &Namespace) -> Option<usize> {
+    [nvm::READ, nvm::WRITE, nvm::COMPARE]
+        .contains(&command.opcode)
+        .then(|| (command.cdw10_15[2] as u16 as usize + 1) << namespace.lba_shift())
 }
 
 impl<'a> Passthrough<'a> {
@@ -466,11 +482,9 @@ impl<'a> Passthrough<'a> {
             open_for_write,
             ..Access::default()
         };
-        // The disk stays while the command runs: no scan deletes it meanwhile.
-        namespaces.with_only_namespace(|only| {
-            self.passthru::<C>(arg, |this, request| {
-                this.send(request, Target::Namespace(only), access)
-            })
+        let handle = namespaces.with_only_namespace(|only| Ok(only.handle()))?;
+        self.passthru::<C>(arg, |this, request| {
+            this.send(request, Target::Namespace(&handle), access)
         })
     }
 
@@ -485,11 +499,8 @@ impl<'a> Passthrough<'a> {
         arg: usize,
         access: Access,
     ) -> Result<isize> {
-        let namespaces = self.namespaces.clone();
         self.passthru::<C>(arg, |this, request| {
-            namespaces.with_namespace(handle, |entry| {
-                this.send(request, Target::Namespace(entry), access)
-            })
+            this.send(request, Target::Namespace(handle), access)
         })
     }
 
@@ -515,38 +526,37 @@ impl<'a> Passthrough<'a> {
         if io.control & PRINFO_PRACT != 0 && io.metadata != 0 {
             return Err(EINVAL);
         }
-        let namespaces = self.namespaces.clone();
-        namespaces.with_namespace(handle, |entry| {
-            let namespace = entry.namespace();
-            // The block size holds while the inventory is locked: a scan changes it under the lock.
-            let blocks = u32::from(io.nblocks) + 1;
-            let request = UserRequest {
-                command: UserCommand {
-                    opcode: io.opcode,
-                    nsid: namespace.nsid,
-                    cdw2: 0,
-                    cdw3: 0,
-                    cdw10_15: [
-                        io.slba as u32,
-                        (io.slba >> 32) as u32,
-                        u32::from(io.nblocks) | u32::from(io.control) << 16,
-                        io.dsmgmt,
-                        io.reftag,
-                        u32::from(io.apptag) | u32::from(io.appmask) << 16,
-                    ],
-                },
-                flags: 0,
-                metadata: 0,
-                metadata_len: 0,
-                addr: io.addr,
-                // At most 2^16 blocks of 4 KiB: no overflow.
-                data_len: blocks << namespace.lba_shift(),
-                timeout_ms: 0,
-            };
-            let (status, _) = self.send(&request, Target::Namespace(entry), access)?;
-            // Lossless: 15 bits.
-            Ok(status as isize)
-        })
+        // The length in the namespace's blocks; should they change before the command goes out,
+        // the driver's PRPs still follow what the controller moves (`send`).
+        let lba_shift = self
+            .namespaces
+            .with_namespace(handle, |entry| Ok(entry.namespace().lba_shift()))?;
+        let request = UserRequest {
+            command: UserCommand {
+                opcode: io.opcode,
+                nsid: handle.nsid(),
+                cdw2: 0,
+                cdw3: 0,
+                cdw10_15: [
+                    io.slba as u32,
+                    (io.slba >> 32) as u32,
+                    u32::from(io.nblocks) | u32::from(io.control) << 16,
+                    io.dsmgmt,
+                    io.reftag,
+                    u32::from(io.apptag) | u32::from(io.appmask) << 16,
+                ],
+            },
+            flags: 0,
+            metadata: 0,
+            metadata_len: 0,
+            addr: io.addr,
+            // At most 2^16 blocks of 4 KiB: no overflow.
+            data_len: (u32::from(io.nblocks) + 1) << lba_shift,
+            timeout_ms: 0,
+        };
+        let (status, _) = self.send(&request, Target::Namespace(handle), access)?;
+        // Lossless: 15 bits.
+        Ok(status as isize)
     }
 
     /// Scans the namespaces again (`NVME_IOCTL_RESCAN`; C queues its scan work and waits for it):
@@ -607,12 +617,12 @@ impl<'a> Passthrough<'a> {
         }
         match target {
             Target::Admin if !allowed(&request.command) => return Err(EACCES),
-            Target::Namespace(entry) if request.command.nsid != entry.namespace().nsid => {
+            Target::Namespace(handle) if request.command.nsid != handle.nsid() => {
                 dev_err!(
                     self.ctrl.pdev,
                     "nsid ({}) in cmd does not match nsid ({}) of namespace\n",
                     request.command.nsid,
-                    entry.namespace().nsid
+                    handle.nsid()
                 );
                 return Err(EINVAL);
             }
@@ -630,6 +640,20 @@ impl<'a> Passthrough<'a> {
         if len > self.max_transfer {
             return Err(EINVAL);
         }
+        // A length whose PRP2 is the caller's second page, which the controller would take for a
+        // PRP list if the command moved more ([`Bounce::prps`]): only where the driver knows what
+        // the command moves, or for `CAP_SYS_ADMIN`.
+        if matches!(target, Target::Namespace(..))
+            && len > PAGE_SIZE
+            && len <= 2 * PAGE_SIZE
+            && !matches!(
+                request.command.opcode,
+                nvm::READ | nvm::WRITE | nvm::COMPARE
+            )
+            && !capable_sys_admin()
+        {
+            return Err(EACCES);
+        }
         let to_device = request.command.to_device();
         let opcode = request.command.opcode;
         let is_admin = matches!(target, Target::Admin);
@@ -642,9 +666,6 @@ impl<'a> Passthrough<'a> {
             empty => empty.insert(Bounce::new(self.ctrl.pdev.as_ref(), self.max_transfer)?),
         };
         bounce.prepare(&data, to_device)?;
-        let (prp1, prp2) = bounce.prps(len)?;
-        let mut command = Command::from(request.command);
-        command.set_prps(prp1, prp2);
         // Nothing in flight may use a format the command changes; the namespaces are identified
         // again after it, whatever its answer, before the disks thaw. One that changes which
         // namespaces there are has them scanned after it, whatever its answer.
@@ -657,6 +678,9 @@ impl<'a> Passthrough<'a> {
             (changes_namespaces && !must_run_alone).then(|| self.namespaces.scan_after());
         let (status, result) = match target {
             Target::Admin => {
+                let (prp1, prp2) = bounce.prps(len)?;
+                let mut command = Command::from(request.command);
+                command.set_prps(prp1, prp2);
                 // A timeout disables the controller (`admin_command`) before the buffer can be
                 // reused. Not to a controller being reset or asleep, which would not answer, nor
                 // one being let go of; removal ends the wait (`EINTR`, as C's), and disables the
@@ -672,11 +696,25 @@ impl<'a> Passthrough<'a> {
                     .map_err(|e| if e == ETIMEDOUT { EINTR } else { e })?;
                 (done.status_field(), done.result64())
             }
-            Target::Namespace(entry) => {
-                // The request ends before this returns: a timeout ends it after the controller
-                // let go of it (abort, reset, or kill), so the buffer is not in use any more.
-                let disk = entry.disk();
-                match io::execute_user_command(disk, &command, to_device, request.timeout_ms)? {
+            Target::Namespace(handle) => {
+                // The caller's memory was read above, outside the inventory's lock: a fault that
+                // waits holds up no scan. The disk stays while the command runs.
+                let namespaces = self.namespaces.clone();
+                let max_transfer = self.max_transfer;
+                let done = namespaces.with_namespace(handle, |entry| {
+                    let moved = transfer_length(&request.command, entry.namespace()).unwrap_or(len);
+                    if moved > max_transfer {
+                        return Err(EINVAL);
+                    }
+                    let (prp1, prp2) = bounce.prps(moved)?;
+                    let mut command = Command::from(request.command);
+                    command.set_prps(prp1, prp2);
+                    // The request ends before this returns: a timeout ends it after the
+                    // controller let go of it (abort, reset, or kill), so the buffer is not in use
+                    // any more.
+                    io::execute_user_command(entry.disk(), &command, to_device, request.timeout_ms)
+                })?;
+                match done {
                     UserCompletion::Completed { status, result } => (status, result),
                     // Taken by a reset, or ended with the controller: C's `EINTR`.
                     UserCompletion::Cancelled => return Err(EINTR),

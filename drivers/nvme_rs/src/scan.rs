@@ -30,6 +30,8 @@ use crate::nsdev::NamespaceHandle;
 /// The namespaces with a disk, by ascending NSID.
 pub(crate) struct Inventory {
     disks: KVec<NamespaceDisk>,
+    /// The scan at probe has run: until then, no other scan adds disks (it would add them again).
+    probed: bool,
     /// Removal deleted the disks: no scan adds any again.
     closed: bool,
     /// The disks are frozen for system sleep: no scan adds or deletes one (deleting one would
@@ -75,6 +77,7 @@ impl<'a> NamespaceSet<'a> {
                 instance,
                 inventory <- new_mutex!(Inventory {
                     disks: KVec::new(),
+                    probed: false,
                     closed: false,
                     asleep: false,
                 }),
@@ -120,6 +123,7 @@ impl<'a> NamespaceSet<'a> {
                 inventory.disks.push(entry, GFP_KERNEL)?;
             }
         }
+        inventory.probed = true;
         inventory
             .disks
             .iter_mut()
@@ -132,7 +136,7 @@ impl<'a> NamespaceSet<'a> {
     pub(crate) fn rescan(&self) -> Result {
         let buf = self.identify_buffer()?;
         let mut inventory = self.inventory.lock();
-        if inventory.closed || inventory.asleep || self.ctrl.is_removing() {
+        if !inventory.probed || inventory.closed || inventory.asleep || self.ctrl.is_removing() {
             return Ok(());
         }
         let active = namespace::active_nsids(&self.ctrl, &self.id, &buf)?;
@@ -300,6 +304,9 @@ impl<'a> NamespaceSet<'a> {
     /// without one (through `buf`), keeping the NSID order. Not while a reset is under way: a disk
     /// joining the tag set then would miss its quiesce (`EBUSY`, the next scan adds it).
     fn update(&self, inventory: &mut Inventory, buf: &Coherent<'_, u8>, active: &[u32]) -> Result {
+        if !inventory.probed {
+            return Ok(());
+        }
         let ctrl = &*self.ctrl;
         inventory.disks.retain(|entry| {
             let keep = active.contains(&entry.namespace().nsid) && !entry.is_replaced();

@@ -32,6 +32,14 @@
  *                               (NVME_IOCTL_IO64_CMD, _VEC; "differs" if the bytes do), a
  *                               SUBMIT_IO with an opcode it does not take, and an Identify
  *                               Controller (NVME_IOCTL_ADMIN_CMD); prints "id=N read=RESULT ...".
+ *   passthru overlong DEV       I/O commands whose data length is two pages while the command
+ *                               says otherwise, on a namespace's device opened for writing: a
+ *                               Read of 64 KiB at LBA 0 said to move 8 KiB (its first 8 KiB
+ *                               checked against a plain Read), and a Dataset Management of one
+ *                               empty range said to move 8 KiB; prints "long_read=RESULT
+ *                               dsm_two_pages=RESULT". Only for a driver that keeps the device
+ *                               inside its own buffer: C would take the caller's second page for
+ *                               a PRP list.
  *
  * Run as root with "--as-nobody" first, it drops to uid and gid 65534 before opening DEV. DEV
  * "fd:N" is the file already open as descriptor N (one opened before its driver went away).
@@ -357,6 +365,31 @@ static int ns_io(int fd)
 	return 0;
 }
 
+static int overlong(int fd)
+{
+	static char expected[2 * PAGE], buf[2 * PAGE];
+	struct nvme_passthru_cmd64 cmd = { .opcode = 0x02, .addr = (uintptr_t)buf,
+					   .data_len = 2 * PAGE, .cdw12 = 127 };
+	struct nvme_user_io io = { .opcode = 0x02, .nblocks = 2 * PAGE / 512 - 1,
+				   .addr = (uintptr_t)expected };
+	int nsid = ioctl(fd, NVME_IOCTL_ID), ret;
+
+	cmd.nsid = nsid;
+	ret = ioctl(fd, NVME_IOCTL_SUBMIT_IO, &io);
+	if (ret != 0) {
+		printf("plain_read=%s\n", result(ret));
+		return 0;
+	}
+	ret = ioctl(fd, NVME_IOCTL_IO64_CMD, &cmd);
+	printf("long_read=%s", ret == 0 && memcmp(buf, expected, sizeof(buf)) ? "differs" : result(ret));
+	/* One range of no blocks at LBA 0, with the deallocate attribute. */
+	memset(buf, 0, sizeof(buf));
+	cmd = (struct nvme_passthru_cmd64){ .opcode = 0x09, .nsid = nsid, .addr = (uintptr_t)buf,
+					    .data_len = 2 * PAGE, .cdw11 = 1 << 2 };
+	printf(" dsm_two_pages=%s\n", result(ioctl(fd, NVME_IOCTL_IO64_CMD, &cmd)));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int privileged = 1, fd;
@@ -371,7 +404,7 @@ int main(int argc, char **argv)
 		argc--;
 	}
 	if (argc < 3) {
-		fprintf(stderr, "usage: passthru [--as-nobody] cases DEV | fuzz DEV N SEED | io-read DEV | io-rewrite DEV | ns-io DEV\n");
+		fprintf(stderr, "usage: passthru [--as-nobody] cases DEV | fuzz DEV N SEED | io-read DEV | io-rewrite DEV | ns-io DEV | overlong DEV\n");
 		return 2;
 	}
 	if (strncmp(argv[2], "fd:", 3) == 0)
@@ -388,6 +421,15 @@ int main(int argc, char **argv)
 		return io_rewrite(fd, argv[2]);
 	if (strcmp(argv[1], "ns-io") == 0)
 		return ns_io(fd);
+	if (strcmp(argv[1], "overlong") == 0) {
+		close(fd);
+		fd = open(argv[2], O_RDWR);
+		if (fd < 0) {
+			perror(argv[2]);
+			return 1;
+		}
+		return overlong(fd);
+	}
 	if (strcmp(argv[1], "io-read") == 0) {
 		static char buf[PAGE];
 		struct nvme_passthru_cmd cmd = { .opcode = 0x02, .nsid = 1, .addr = (uintptr_t)buf,
@@ -398,6 +440,6 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "fuzz") == 0 && argc == 5)
 		return fuzz(fd, atol(argv[3]), strtoul(argv[4], NULL, 0), privileged);
-	fprintf(stderr, "usage: passthru [--as-nobody] cases DEV | fuzz DEV N SEED | io-read DEV | io-rewrite DEV | ns-io DEV\n");
+	fprintf(stderr, "usage: passthru [--as-nobody] cases DEV | fuzz DEV N SEED | io-read DEV | io-rewrite DEV | ns-io DEV | overlong DEV\n");
 	return 2;
 }
