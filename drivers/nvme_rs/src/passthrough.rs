@@ -24,7 +24,7 @@ use kernel::{
     uaccess::{UserPtr, UserSlice},
 };
 
-use crate::command::{nvm, Command, IdentifyController, UserCommand};
+use crate::command::{admin, nvm, Command, IdentifyController, UserCommand};
 use crate::controller::Controller;
 use crate::dma_local::{Coherent, Gfp};
 use crate::effects::Effects;
@@ -273,9 +273,9 @@ impl<'a> Bounce<'a> {
     /// or the list, for all that fit (the list is the driver's, and rewritten), but for one said to
     /// move more than one page and up to two that moves more: the second page, the caller's data,
     /// is then taken for a list. So `len` is what the command itself says it moves wherever the
-    /// driver can tell (Reads, Writes, Compares: [`transfer_length`]), and only `CAP_SYS_ADMIN`
-    /// may send other commands with such a length (others may send only Identify to the admin
-    /// queue: one page).
+    /// driver can tell (Get Log Page; Reads, Writes, Compares: [`transfer_length`]), and only
+    /// `CAP_SYS_ADMIN` may send other commands with such a length (others may send only Identify
+    /// to the admin queue: one page).
     fn prps(&mut self, len: usize) -> Result<(u64, u64)> {
         let prp1 = self.data.dma_handle();
         let Some(list) = &mut self.list else {
@@ -423,13 +423,18 @@ enum Target<'d> {
     Namespace(&'d NamespaceHandle),
 }
 
-/// The bytes I/O command `command` moves to or from namespace `namespace`, where the driver can
-/// tell from the command: a Read, Write or Compare moves its blocks (NLB, 0-based, in command dword
-/// 12), whatever the caller says it moves.
-fn transfer_length(command: &UserCommand, namespace: &Namespace) -> Option<usize> {
-    [nvm::READ, nvm::WRITE, nvm::COMPARE]
-        .contains(&command.opcode)
-        .then(|| (command.cdw10_15[2] as u16 as usize + 1) << namespace.lba_shift())
+/// The bytes `command` moves, where the driver can tell from the command whatever the caller says
+/// it moves: an admin Get Log Page its dwords (NUMD, 0-based, in command dwords 10 and 11); with
+/// `namespace`, an I/O Read, Write or Compare its blocks (NLB, 0-based, in command dword 12).
+fn transfer_length(command: &UserCommand, namespace: Option<&Namespace>) -> Option<usize> {
+    let [cdw10, cdw11, cdw12, ..] = command.cdw10_15;
+    match namespace {
+        None => (command.opcode == admin::GET_LOG_PAGE)
+            .then(|| (((cdw11 as usize & 0xffff) << 16 | (cdw10 >> 16) as usize) + 1) * 4),
+        Some(namespace) => [nvm::READ, nvm::WRITE, nvm::COMPARE]
+            .contains(&command.opcode)
+            .then(|| (cdw12 as u16 as usize + 1) << namespace.lba_shift()),
+    }
 }
 
 impl<'a> Passthrough<'a> {
@@ -657,6 +662,15 @@ impl<'a> Passthrough<'a> {
         let to_device = request.command.to_device();
         let opcode = request.command.opcode;
         let is_admin = matches!(target, Target::Admin);
+        // What an admin command moves, for its PRPs (an I/O command's, under the inventory lock).
+        let admin_moves = if is_admin {
+            transfer_length(&request.command, None).unwrap_or(len)
+        } else {
+            len
+        };
+        if admin_moves > self.max_transfer {
+            return Err(EINVAL);
+        }
         let must_run_alone = is_admin && self.effects.must_run_alone(opcode);
         let changes_namespaces = is_admin && self.effects.changes_namespaces(opcode);
         // What may fault on user memory or allocate comes first: while the disks are frozen, I/O
@@ -678,7 +692,7 @@ impl<'a> Passthrough<'a> {
             (changes_namespaces && !must_run_alone).then(|| self.namespaces.scan_after());
         let (status, result) = match target {
             Target::Admin => {
-                let (prp1, prp2) = bounce.prps(len)?;
+                let (prp1, prp2) = bounce.prps(admin_moves)?;
                 let mut command = Command::from(request.command);
                 command.set_prps(prp1, prp2);
                 // A timeout disables the controller (`admin_command`) before the buffer can be
@@ -702,7 +716,8 @@ impl<'a> Passthrough<'a> {
                 let namespaces = self.namespaces.clone();
                 let max_transfer = self.max_transfer;
                 let done = namespaces.with_namespace(handle, |entry| {
-                    let moved = transfer_length(&request.command, entry.namespace()).unwrap_or(len);
+                    let moved =
+                        transfer_length(&request.command, Some(entry.namespace())).unwrap_or(len);
                     if moved > max_transfer {
                         return Err(EINVAL);
                     }
