@@ -153,10 +153,15 @@ requeued_read() {
     cat /tmp/lost.out
     [ $rc = 0 ] && grep -q ' mismatches=0' /tmp/lost.out
 }
-check requeued-read requeued_read $RS /dev/rsnvme0n1 $rs_seed
-diag "requeued=$(dmesg | sed -n 's/.*nvme_rs.*reset: \([0-9]*\) commands in flight sent again/\1/p' | awk '{ n += $1 } END { print n + 0 }')"
-c_seed=$((0x7e00 + $(cat /tmp/last_pass)))
-check c-requeued-read requeued_read "$C" "$(c_disk 1)" $c_seed
+# (Debian's kernels have no FAIL_IO_TIMEOUT: there the test says so.)
+if [ -d /sys/kernel/debug/fail_io_timeout ]; then
+    check requeued-read requeued_read $RS /dev/rsnvme0n1 $rs_seed
+    diag "requeued=$(dmesg | sed -n 's/.*nvme_rs.*reset: \([0-9]*\) commands in flight sent again/\1/p' | awk '{ n += $1 } END { print n + 0 }')"
+    c_seed=$((0x7e00 + $(cat /tmp/last_pass)))
+    check c-requeued-read requeued_read "$C" "$(c_disk 1)" $c_seed
+else
+    diag "requeued=no fault injection"
+fi
 
 # System sleep while nvme_rs's first disk is rewritten: pm_test=devices runs every driver's
 # suspend and resume callbacks around a suspend to idle. nvme_rs shuts its controller down
