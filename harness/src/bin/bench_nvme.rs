@@ -219,4 +219,23 @@ fn main() {
             println!("{}", paired.line(&format!("{backend:<5} {label}")));
         }
     }
+    // What each driver's disk got from the block layer and what reached it, in the last slots, and
+    // where the interrupts went: causes of a difference to rule in or out.
+    println!();
+    for backend in BACKENDS {
+        for (driver, name) in [("rs", "nvme_rs"), ("c", "C nvme")] {
+            if let Some(settings) = dut.ktap.diagnostic(&format!("queue.{backend}.{driver}")) {
+                println!("{backend:<5} {name:<8} queue (last slots): {settings}");
+            }
+            if let Some(stat) = dut.ktap.diagnostic(&format!("stat.{backend}.{driver}")) {
+                println!("{backend:<5} {name:<8} stat (last slots): {stat}");
+            }
+        }
+    }
+    if let Some(interrupts) = dut.ktap.diagnostic("interrupts") {
+        println!(
+            "interrupts (IRQ:CPU0,CPU1:name): {}",
+            interrupts.replace('|', " ")
+        );
+    }
 }

@@ -34,6 +34,18 @@ name_disks() {
     diag "disks=$null_rs,$null_c,$file_rs,$file_c"
 }
 check disks wait_for 30 all_disks
+# queue_settings DISK: what the block layer gives the disk's queue (its limits, merging, scheduler,
+# completion CPU, statistics), and the paths of a multipath head (C's disk where the kernel has
+# NVME_MULTIPATH).
+queue_settings() {
+    q=/sys/block/$1/queue out=""
+    for f in max_sectors_kb max_hw_sectors_kb max_segments max_segment_size virt_boundary_mask \
+        dma_alignment nomerges rq_affinity iostats scheduler nr_requests; do
+        [ -e "$q/$f" ] && out="$out $f=$(sed 's/ /,/g' "$q/$f")"
+    done
+    [ -d "/sys/block/$1/multipath" ] && out="$out paths=$(ls "/sys/block/$1/multipath" | tr '\n' ,)"
+    echo "${out# }"
+}
 # BIND_ALTERNATELY gave nvme_rs the first controller of each pair; the control rebinds it.
 if [ "$RS_DRIVER" = nvme_rs ]; then bound=first; else bound=none; fi
 name_disks first
@@ -75,4 +87,21 @@ FIGURE
     done
     round=$((round + 1))
 done
+# Each disk's queue settings in the last slots, and what reached it (its statistics: reads, reads merged, sectors read, ms,
+# writes, writes merged, sectors written, ...), and for a multipath head what reached its path.
+# shellcheck disable=SC2154 # dev is set by the eval
+for backend in $BACKENDS; do
+    for driver in rs c; do
+        eval dev=\$"${backend}_$driver"
+        paths=$(ls "/sys/block/$dev/multipath" 2>/dev/null)
+        stat="$(xargs echo <"/sys/block/$dev/stat" | cut -d' ' -f1-8)"
+        for p in $paths; do
+            stat="$stat path: $(xargs echo <"/sys/block/$dev/multipath/$p/stat" | cut -d' ' -f1-8)"
+        done
+        diag "stat.$backend.$driver=$stat"
+        diag "queue.$backend.$driver=$(queue_settings "$dev")"
+    done
+done
+# Which CPU took the controllers' interrupts: "IRQ:CPU0,CPU1:NAME", one per vector.
+diag "interrupts=$(awk '/nvme/ { printf "%s%s,%s:%s|", $1, $2, $3, $NF }' /proc/interrupts)"
 check benchmark-done true
