@@ -19,5 +19,26 @@ mod nvme_rs_hostile;
 mod nvme_rs_namespaces;
 mod nvme_rs_parity;
 mod nvme_rs_timeouts;
+mod readme_walkthrough;
 mod smoke;
 mod template_edu;
+
+/// Every test file is a module of this binary (the crate has `autotests = false`): a file left out
+/// would never run.
+#[test]
+fn every_test_file_is_listed_here() {
+    let listed = include_str!("scenarios.rs");
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests");
+    for entry in std::fs::read_dir(dir).expect("the tests directory") {
+        let path = entry.expect("an entry").path();
+        let Some(name) = path.file_stem().and_then(|s| s.to_str()) else {
+            continue;
+        };
+        if path.extension().is_some_and(|e| e == "rs") && name != "scenarios" {
+            assert!(
+                listed.contains(&format!("\nmod {name};\n")),
+                "tests/{name}.rs is not a module of tests/scenarios.rs: it would never run"
+            );
+        }
+    }
+}
