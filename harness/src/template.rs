@@ -5,14 +5,15 @@ use std::process::Command;
 
 use crate::{err, Env, Result};
 
-/// The files that every driver carries byte-identical to the template's: the DMA wrapper and
-/// `compat.rs`.
-pub const VENDORED: &[&str] = &[
-    "src/dma_local.rs",
-    "src/dma_local_shim.c",
-    "src/dma_local_shim.h",
-    "src/compat.rs",
-];
+/// The files that every driver carries byte-identical to the template's, as `template/VENDORED`
+/// lists them (`scripts/sync-dma.sh` reads the same list): the DMA wrapper and `compat.rs`.
+pub static VENDORED: std::sync::LazyLock<Vec<&'static str>> = std::sync::LazyLock::new(|| {
+    include_str!("../../template/VENDORED")
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .collect()
+});
 
 /// A fresh driver name for every call (`edu_<8 hex digits>`), so that nothing of an earlier
 /// generated driver can be mistaken for this one's.
@@ -60,7 +61,7 @@ pub fn generate_driver(name: &str) -> Result<PathBuf> {
             String::from_utf8_lossy(&output.stderr)
         ));
     }
-    for file in VENDORED {
+    for file in VENDORED.iter() {
         if std::fs::read(env.root.join("template").join(file))? != std::fs::read(dir.join(file))? {
             return Err(err!(
                 "{file} of the generated {name} differs from the template's"

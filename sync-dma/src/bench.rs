@@ -23,7 +23,7 @@ pub(crate) fn bench(opts: &Options) -> Result<i32> {
             .map(drop)
             .map_err(|e| fail!(exit::BAD_INPUT, "cannot copy {}: {e}", from.display()))
     };
-    for file in VENDORED {
+    for file in VENDORED.iter() {
         copy(
             &opts.root.join("template").join(file),
             &scratch.join("template").join(file),

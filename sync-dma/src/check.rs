@@ -32,7 +32,7 @@ fn copy_states(
 ) -> Result<Vec<CopyState>> {
     let mut out = Vec::new();
     for dir in copy_dirs(root, Some(manifest))? {
-        for file in VENDORED {
+        for file in VENDORED.iter() {
             let path = root.join(&dir).join(file);
             let record = manifest.copies.get(&(dir.clone(), file.to_string()));
             let current = match std::fs::read(&path) {

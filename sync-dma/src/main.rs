@@ -19,14 +19,21 @@ use cli::Command;
 
 /// The wrapper itself, whose items drivers use.
 const WRAPPER: &str = "src/dma_local.rs";
-/// The files every driver carries byte-identical to `template/`: the DMA wrapper, and `compat.rs`,
-/// the kernel crate's differences between the supported kernels.
-const VENDORED: &[&str] = &[
-    WRAPPER,
-    "src/dma_local_shim.c",
-    "src/dma_local_shim.h",
-    "src/compat.rs",
-];
+/// The files every driver carries byte-identical to `template/`, as `template/VENDORED` lists them
+/// (the harness reads the same list): the DMA wrapper first.
+static VENDORED: std::sync::LazyLock<Vec<&'static str>> = std::sync::LazyLock::new(|| {
+    let listed: Vec<_> = include_str!("../../template/VENDORED")
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .collect();
+    assert_eq!(
+        listed.first(),
+        Some(&WRAPPER),
+        "template/VENDORED lists the wrapper first"
+    );
+    listed
+});
 const MANIFEST: &str = "dma_local.manifest";
 const API_LIST: &str = "template/dma_local.api";
 

@@ -96,7 +96,7 @@ pub(crate) fn read_template(root: &Path) -> Result<BTreeMap<String, Vec<u8>>> {
 /// Stores the template's files in git's object database, so that a later update finds them as its
 /// merge base.
 pub(crate) fn store_blobs(root: &Path) -> Result<()> {
-    for file in VENDORED {
+    for file in VENDORED.iter() {
         git(root, &["hash-object", "-w", &format!("template/{file}")])?;
     }
     Ok(())

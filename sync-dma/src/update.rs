@@ -31,7 +31,7 @@ fn fresh_manifest(
         m.template.insert(file.clone(), git_blob_id(content));
     }
     for dir in dirs {
-        for file in VENDORED {
+        for file in VENDORED.iter() {
             let content = read_file(&root.join(dir).join(file))?;
             m.copies.insert(
                 (dir.clone(), file.to_string()),
@@ -151,7 +151,7 @@ pub(crate) fn update(opts: &Options) -> Result<i32> {
 
     let mut plan: Vec<(String, String, Action)> = Vec::new();
     for dir in &selected {
-        for file in VENDORED {
+        for file in VENDORED.iter() {
             let path = opts.root.join(dir).join(file);
             let ours = read_file(&path)?;
             let theirs = &template[*file];
