@@ -511,7 +511,8 @@ impl UpdateReport {
         lines
     }
 
-    /// The entry: `## DATE: TITLE`, the message's text, the generated lines.
+    /// The entry: `## DATE: TITLE`, the message's text as given, the generated lines as a list
+    /// wrapped at [`COLUMNS`].
     pub fn entry(&self, date: &str, message: Option<&Message>) -> String {
         let (title, body) = match message {
             Some(m) => (m.title.clone(), m.body.as_str()),
@@ -523,7 +524,7 @@ impl UpdateReport {
             entry.push_str("\n\n");
         }
         for line in self.lines() {
-            entry.push_str(&format!("- {line}\n"));
+            entry.push_str(&list_item(&line));
         }
         entry
     }
@@ -615,6 +616,27 @@ fn item_list(names: &[String], unsafe_names: &[String]) -> String {
     entries.join(if any_members { "; " } else { ", " })
 }
 
+/// The width the changelog's generated text keeps to.
+pub const COLUMNS: usize = 100;
+
+/// `text` as a Markdown list item, `- ` and its words, wrapped at [`COLUMNS`] with the item's
+/// continuation lines indented by two spaces; a word longer than a line stays whole.
+fn list_item(text: &str) -> String {
+    let mut item = String::from("-");
+    let mut width = 1;
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        if width > 2 && width + 1 + word.len() > COLUMNS {
+            item.push_str("\n ");
+            width = 1;
+        }
+        item.push(' ');
+        item.push_str(word);
+        width += 1 + word.len();
+    }
+    item.push('\n');
+    item
+}
+
 /// `a`, `b`, `c` as code spans.
 fn code_list(names: &[String]) -> String {
     names
@@ -640,8 +662,9 @@ pub fn and_list<T: AsRef<str>>(items: &[T]) -> String {
     }
 }
 
-/// Appends `entry` to the changelog under `root`, starting one if there is none.
-pub fn append(root: &Path, entry: &str) -> Result<()> {
+/// Adds `entry` to the changelog under `root`, newest first: before the first entry, after the
+/// text above it; starts a changelog if there is none.
+pub fn add_newest(root: &Path, entry: &str) -> Result<()> {
     let path = root.join(FILE);
     let mut text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
@@ -654,7 +677,11 @@ pub fn append(root: &Path, entry: &str) -> Result<()> {
             ))
         }
     };
-    text.push_str(entry);
+    // `entry` starts with the blank line that separates it from what is above.
+    match text.find("\n## ") {
+        Some(first) => text.insert_str(first, entry),
+        None => text.push_str(entry),
+    }
     std::fs::write(&path, text)
         .map_err(|e| fail!(exit::BAD_INPUT, "cannot write {}: {e}", path.display()))
 }
@@ -694,6 +721,39 @@ pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
 mod tests {
     use super::*;
     use crate::wrapper_api::SignatureChange;
+
+    #[test]
+    fn the_newest_entry_comes_first() {
+        let root = std::env::temp_dir().join(format!("changelog-test-{}", std::process::id()));
+        std::fs::create_dir_all(&root).unwrap();
+        let _ = std::fs::remove_file(root.join(FILE));
+        add_newest(&root, "\n## 1: first\n").unwrap();
+        add_newest(&root, "\n## 2: second\n").unwrap();
+        let text = std::fs::read_to_string(root.join(FILE)).unwrap();
+        std::fs::remove_dir_all(&root).unwrap();
+        assert_eq!(
+            text,
+            format!("{TOP_HEADING}\n## 2: second\n\n## 1: first\n")
+        );
+    }
+
+    #[test]
+    fn list_items_wrap_at_the_column_limit() {
+        let words = "word ".repeat(40);
+        let item = list_item(words.trim());
+        assert!(item.lines().all(|l| l.len() <= COLUMNS), "{item}");
+        assert!(
+            item.lines().skip(1).all(|l| l.starts_with("  word")),
+            "{item}"
+        );
+        assert_eq!(item.replace("\n  ", " "), format!("- {}\n", words.trim()));
+        let long = "x".repeat(120);
+        assert_eq!(
+            list_item(&format!("a {long} b")),
+            format!("- a\n  {long}\n  b\n")
+        );
+        assert_eq!(list_item("short"), "- short\n");
+    }
 
     #[test]
     fn civil_dates() {
@@ -746,8 +806,13 @@ mod tests {
             ..Default::default()
         };
         let message = Message::parse("Coherent::write_shared\n\nFor rings.").unwrap();
+        let entry = report.entry("2026-12-04", Some(&message));
+        assert!(
+            entry.lines().all(|l| l.len() <= COLUMNS),
+            "wrapped at {COLUMNS} columns:\n{entry}"
+        );
         assert_eq!(
-            report.entry("2026-12-04", Some(&message)),
+            entry.replace("\n  ", " "),
             "
 ## 2026-12-04: Coherent::write_shared
 

@@ -249,7 +249,7 @@ pub(crate) fn update(opts: &Options) -> Result<i32> {
         );
     } else {
         let entry = report.entry(&changelog::today_utc(), opts.message.as_ref());
-        changelog::append(&opts.root, &entry)?;
+        changelog::add_newest(&opts.root, &entry)?;
     }
     for w in &written {
         println!("{w}");

@@ -492,10 +492,14 @@ fn utc_dates(run: impl FnOnce()) -> [String; 2] {
     [before, date()]
 }
 
-/// The last entry of a changelog, from its `## ` line on.
-fn last_entry(changes: &str) -> &str {
-    let start = changes.rfind("\n## ").expect("an entry") + 1;
-    &changes[start..]
+/// The newest entry of a changelog (the first), from its `## ` line on, its list items unwrapped
+/// (each on one line).
+fn last_entry(changes: &str) -> String {
+    let start = changes.find("\n## ").expect("an entry") + 1;
+    let end = changes[start..]
+        .find("\n## ")
+        .map_or(changes.len(), |len| start + len + 1);
+    changes[start..end].replace("\n  ", " ")
 }
 
 #[test]
