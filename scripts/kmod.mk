@@ -16,10 +16,10 @@ ifeq ($(BUILD_DIR),)
 $(error cannot build for the kernel in $(KDIR): see the message above)
 endif
 # And the build uses it: the kernel's Makefile sets RUSTC and the others itself, over what the
-# environment says (`eval "$$(scripts/env.sh --export)"` exports them, with KDIR), so only make's
+# environment says (`eval "$(scripts/env.sh --export)"` exports them, with KDIR), so only make's
 # command line passes them on.
 KBUILD_VARS := $(foreach v,RUSTC HOSTRUSTC RUSTDOC CLIPPY_DRIVER BINDGEN PAHOLE LIBCLANG_PATH,\
-	$(if $($(v)),$(v)=$($(v))))
+	$(if $($(v)),$(v)='$($(v))'))
 else
 BUILD_DIR := $(shell $(TOP)/scripts/env.sh --get KDIR)
 ifeq ($(BUILD_DIR),)

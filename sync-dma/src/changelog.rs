@@ -619,13 +619,25 @@ fn item_list(names: &[String], unsafe_names: &[String]) -> String {
 /// The width the changelog's generated text keeps to.
 pub const COLUMNS: usize = 100;
 
+/// Whether Markdown may read a line that starts with `word` as the start of another block (a list
+/// item, a heading, a quote, a fence, HTML), rather than as the item's text going on.
+fn starts_a_block(word: &str) -> bool {
+    let ordered = word
+        .trim_start_matches(|c: char| c.is_ascii_digit())
+        .starts_with(['.', ')'])
+        && word.starts_with(|c: char| c.is_ascii_digit());
+    ordered || word.starts_with(['-', '*', '+', '>', '#', '<', '=', '`', '|', '~'])
+}
+
 /// `text` as a Markdown list item, `- ` and its words, wrapped at [`COLUMNS`] with the item's
-/// continuation lines indented by two spaces; a word longer than a line stays whole.
+/// continuation lines indented by two spaces; a word longer than a line stays whole, and so does a
+/// line that would otherwise go on with a word Markdown reads as another block
+/// ([`starts_a_block`]).
 fn list_item(text: &str) -> String {
     let mut item = String::from("-");
     let mut width = 1;
     for word in text.split(' ').filter(|w| !w.is_empty()) {
-        if width > 2 && width + 1 + word.len() > COLUMNS {
+        if width > 2 && width + 1 + word.len() > COLUMNS && !starts_a_block(word) {
             item.push_str("\n ");
             width = 1;
         }
@@ -677,8 +689,13 @@ pub fn add_newest(root: &Path, entry: &str) -> Result<()> {
             ))
         }
     };
-    // `entry` starts with the blank line that separates it from what is above.
-    match text.find("\n## ") {
+    // `entry` starts with the blank line that separates it from what is above; entries' headings
+    // start with their date.
+    let first_entry = text
+        .match_indices("\n## ")
+        .map(|(at, _)| at)
+        .find(|&at| text[at + 4..].starts_with(|c: char| c.is_ascii_digit()));
+    match first_entry {
         Some(first) => text.insert_str(first, entry),
         None => text.push_str(entry),
     }
@@ -747,6 +764,20 @@ mod tests {
             "{item}"
         );
         assert_eq!(item.replace("\n  ", " "), format!("- {}\n", words.trim()));
+        // A continuation line never starts with what Markdown reads as another block.
+        // The limit falls just before the `+`, which stays on the line.
+        let signature = format!("{}`f<T: A + B>(x) -> T`", "w ".repeat(45));
+        let item = list_item(&signature);
+        assert!(
+            item.lines()
+                .skip(1)
+                .all(|l| !starts_a_block(l.trim_start())),
+            "{item}"
+        );
+        assert_eq!(
+            item.replace("\n  ", " "),
+            format!("- {}\n", signature.trim())
+        );
         let long = "x".repeat(120);
         assert_eq!(
             list_item(&format!("a {long} b")),

@@ -507,7 +507,7 @@ fn a_new_driver_is_reported_with_the_command_that_records_it() {
     let s = Scratch::new("record");
     s.init(&k73());
     for driver in ["drivers/gamma", "drivers/delta"] {
-        for file in VENDORED {
+        for file in VENDORED.iter() {
             let to = s.path(&format!("{driver}/{file}"));
             std::fs::create_dir_all(to.parent().unwrap()).unwrap();
             std::fs::copy(s.path(&format!("template/{file}")), to).unwrap();
@@ -518,7 +518,7 @@ fn a_new_driver_is_reported_with_the_command_that_records_it() {
     let (code, out, _) = s.run(&k73(), &["--check"]);
     assert_eq!(code, 4, "{out}");
     for driver in ["drivers/gamma", "drivers/delta"] {
-        for file in VENDORED {
+        for file in VENDORED.iter() {
             let line = format!("copy {driver}/{file}: not in the manifest; record it with: scripts/sync-dma.sh update {driver}");
             assert!(out.lines().any(|l| l == line), "{line}\n{out}");
         }

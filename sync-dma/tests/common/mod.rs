@@ -5,13 +5,15 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The files every driver carries: the DMA wrapper and `compat.rs`.
-pub const VENDORED: &[&str] = &[
-    "src/dma_local.rs",
-    "src/dma_local_shim.c",
-    "src/dma_local_shim.h",
-    "src/compat.rs",
-];
+/// The files every driver carries, as `template/VENDORED` lists them: the DMA wrapper and
+/// `compat.rs`.
+pub static VENDORED: std::sync::LazyLock<Vec<&'static str>> = std::sync::LazyLock::new(|| {
+    include_str!("../../../template/VENDORED")
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .collect()
+});
 
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -50,7 +52,7 @@ pub fn scratch_repo(name: &str, drivers: &[&str]) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("sync-dma-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let root = repo_root();
-    for file in VENDORED {
+    for file in VENDORED.iter() {
         for target in std::iter::once(&"template").chain(drivers) {
             let to = dir.join(target).join(file);
             std::fs::create_dir_all(to.parent().unwrap()).unwrap();
