@@ -7,13 +7,8 @@ use crate::{err, Env, Result};
 
 /// The files that every driver carries byte-identical to the template's, as `template/VENDORED`
 /// lists them (`scripts/sync-dma.sh` reads the same list): the DMA wrapper and `compat.rs`.
-pub static VENDORED: std::sync::LazyLock<Vec<&'static str>> = std::sync::LazyLock::new(|| {
-    include_str!("../../template/VENDORED")
-        .lines()
-        .map(str::trim)
-        .filter(|line| !line.is_empty() && !line.starts_with('#'))
-        .collect()
-});
+pub static VENDORED: std::sync::LazyLock<Vec<&'static str>> =
+    std::sync::LazyLock::new(|| include_str!("../../template/VENDORED").lines().collect());
 
 /// A fresh driver name for every call (`edu_<8 hex digits>`), so that nothing of an earlier
 /// generated driver can be mistaken for this one's.

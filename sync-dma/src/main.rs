@@ -22,11 +22,7 @@ const WRAPPER: &str = "src/dma_local.rs";
 /// The files every driver carries byte-identical to `template/`, as `template/VENDORED` lists them
 /// (the harness reads the same list): the DMA wrapper first.
 static VENDORED: std::sync::LazyLock<Vec<&'static str>> = std::sync::LazyLock::new(|| {
-    let listed: Vec<_> = include_str!("../../template/VENDORED")
-        .lines()
-        .map(str::trim)
-        .filter(|line| !line.is_empty() && !line.starts_with('#'))
-        .collect();
+    let listed: Vec<_> = include_str!("../../template/VENDORED").lines().collect();
     assert_eq!(
         listed.first(),
         Some(&WRAPPER),

@@ -3,7 +3,7 @@
 //! The driver's own thin netdev layer: the kernel crate has no `net_device` abstraction, so this
 //! wraps `netdev_shim.c` (one-line wrappers of what Rust cannot call, and the offsets of two fields
 //! bindgen leaves opaque) in owned types. The `net_device_ops` callbacks and the NAPI poll go to
-//! an [`Interface`], which the driver implements and exports with [`net_device_ops!`](crate::callbacks::net_device_ops).
+//! an [`Interface`], which the driver implements and exports with `net_device_ops!` (`callbacks.rs`).
 
 use core::{
     ptr::NonNull,
@@ -293,7 +293,7 @@ impl NetDev {
     }
 
     /// Points the `net_device`'s callbacks at `adapter`, of the one type whose callbacks
-    /// [`net_device_ops!`](crate::callbacks::net_device_ops) exported.
+    /// `net_device_ops!` (`callbacks.rs`) exported.
     ///
     /// # Safety
     ///
@@ -568,12 +568,12 @@ pub(crate) trait Interface: Sync {
     fn set_vlan(&self, vid: u16, pass: bool) -> Result;
 }
 
-/// The [`Interface`] whose callbacks [`net_device_ops!`](crate::callbacks::net_device_ops) exported: the type of every adapter that
+/// The [`Interface`] whose callbacks `net_device_ops!` (`callbacks.rs`) exported: the type of every adapter that
 /// [`NetDev::set_adapter`] takes, which the callbacks read back.
 ///
 /// # Safety
 ///
-/// Implemented by [`net_device_ops!`](crate::callbacks::net_device_ops) alone, for the type it exports the callbacks of; their
+/// Implemented by `net_device_ops!` (`callbacks.rs`) alone, for the type it exports the callbacks of; their
 /// `#[no_mangle]` symbols allow one such type in the driver.
 pub(crate) unsafe trait Exported: Interface {}
 
@@ -611,7 +611,7 @@ unsafe fn napi_adapter<'a, A: Interface>(napi: *mut NapiStruct) -> &'a A {
 /// # Safety
 ///
 /// Called by the networking stack with one of this driver's registered devices, whose adapter is
-/// an `A` (see [`net_device_ops!`](crate::callbacks::net_device_ops)).
+/// an `A` (see `net_device_ops!` in `callbacks.rs`).
 pub(crate) unsafe fn open<A: Interface>(dev: *mut NetDevice) -> c_int {
     // SAFETY: A registered device of this driver has its adapter set until it is unregistered.
     match unsafe { adapter::<A>(dev) }.open() {

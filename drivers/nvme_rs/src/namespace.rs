@@ -402,9 +402,9 @@ impl NamespaceDisk {
         self.handle.clone()
     }
 
-    /// Whether `handle` is this namespace's.
-    pub(crate) fn has_handle(&self, handle: &NamespaceHandle) -> bool {
-        core::ptr::eq(&*self.handle, handle)
+    /// Whether `key` is this namespace's disk's private data (its handle).
+    pub(crate) fn has_key(&self, key: *const core::ffi::c_void) -> bool {
+        Arc::as_ptr(&self.handle).cast() == key
     }
 
     /// The namespace.

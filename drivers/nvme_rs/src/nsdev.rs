@@ -27,6 +27,7 @@ use crate::passthrough::{
     NVME_IOCTL_ID, NVME_IOCTL_IO64_CMD, NVME_IOCTL_IO64_CMD_VEC, NVME_IOCTL_IO_CMD,
     NVME_IOCTL_SUBMIT_IO,
 };
+use crate::scan::NamespaceRef;
 
 /// What a namespace's open disk or character device reaches: the controller, while it is bound,
 /// and the namespace, while it is there.
@@ -41,9 +42,13 @@ impl NamespaceHandle {
         Ok(Arc::new(Self { controller, nsid }, GFP_KERNEL)?)
     }
 
-    /// The namespace's NSID.
-    pub(crate) fn nsid(&self) -> u32 {
-        self.nsid
+    /// The namespace, as the namespace set finds it: by NSID and by this handle, the key of its
+    /// disk (which the caller keeps alive while it uses the value).
+    fn which(&self) -> NamespaceRef {
+        NamespaceRef {
+            nsid: self.nsid,
+            key: core::ptr::from_ref(self).cast(),
+        }
     }
 
     /// Runs namespace ioctl `cmd` with argument `arg`, as it came through `access` (C's
@@ -60,15 +65,15 @@ impl NamespaceHandle {
             NVME_IOCTL_ADMIN_CMD => self.passthrough(|p| p.admin::<PassthruCmd>(arg)),
             NVME_IOCTL_ADMIN64_CMD => self.passthrough(|p| p.admin::<PassthruCmd64>(arg)),
             NVME_IOCTL_IO_CMD => {
-                self.passthrough(|p| p.namespace_io::<PassthruCmd>(self, arg, access))
+                self.passthrough(|p| p.namespace_io::<PassthruCmd>(self.which(), arg, access))
             }
             NVME_IOCTL_IO64_CMD => {
-                self.passthrough(|p| p.namespace_io::<PassthruCmd64>(self, arg, access))
+                self.passthrough(|p| p.namespace_io::<PassthruCmd64>(self.which(), arg, access))
             }
             NVME_IOCTL_IO64_CMD_VEC => {
-                self.passthrough(|p| p.namespace_io::<PassthruCmd64>(self, arg, vectored))
+                self.passthrough(|p| p.namespace_io::<PassthruCmd64>(self.which(), arg, vectored))
             }
-            NVME_IOCTL_SUBMIT_IO => self.passthrough(|p| p.submit_io(self, arg, access)),
+            NVME_IOCTL_SUBMIT_IO => self.passthrough(|p| p.submit_io(self.which(), arg, access)),
             _ => Err(ENOTTY),
         }
     }

@@ -30,9 +30,8 @@ use crate::dma_local::{Coherent, Gfp};
 use crate::effects::Effects;
 use crate::io::{self, UserCompletion};
 use crate::namespace::Namespace;
-use crate::nsdev::NamespaceHandle;
 use crate::regs::PAGE_SIZE;
-use crate::scan::NamespaceSet;
+use crate::scan::{NamespaceRef, NamespaceSet};
 
 /// The NVMe ioctls (`linux/nvme_ioctl.h`): on the controller's device, on a namespace's disk and
 /// on its generic character device.
@@ -416,11 +415,11 @@ pub(crate) struct Passthrough<'a> {
 
 /// Where a passthrough command goes.
 #[derive(Clone, Copy)]
-enum Target<'d> {
+enum Target {
     /// The admin queue.
     Admin,
-    /// The namespace of a handle, as a driver-private request on its disk's queue.
-    Namespace(&'d NamespaceHandle),
+    /// A namespace, as a driver-private request on its disk's queue.
+    Namespace(NamespaceRef),
 }
 
 /// The bytes `command` moves, where the driver can tell from the command whatever the caller says
@@ -487,35 +486,41 @@ impl<'a> Passthrough<'a> {
             open_for_write,
             ..Access::default()
         };
-        let handle = namespaces.with_only_namespace(|only| Ok(only.handle()))?;
+        let (handle, nsid) =
+            namespaces.with_only_namespace(|only| Ok((only.handle(), only.namespace().nsid)))?;
+        // Held while the command runs: its address is the key.
+        let which = NamespaceRef {
+            nsid,
+            key: Arc::as_ptr(&handle).cast(),
+        };
         self.passthru::<C>(arg, |this, request| {
-            this.send(request, Target::Namespace(&handle), access)
+            this.send(request, Target::Namespace(which), access)
         })
     }
 
-    /// Sends the I/O command of the `C` at user address `arg` to the namespace of `handle`, as it
+    /// Sends the I/O command of the `C` at user address `arg` to the namespace `which` names, as it
     /// came through `access` (C's `nvme_user_cmd` on a namespace). As [`Self::admin`], but for
     /// who may send it: `CAP_SYS_ADMIN`, or anyone for a command [`Effects::io_harmless`] says
     /// is, but on a partition; and the NSID must be the namespace's (`EINVAL`). `ENODEV` once the
     /// namespace is gone.
     pub(crate) fn namespace_io<C: Passthru>(
         &mut self,
-        handle: &NamespaceHandle,
+        which: NamespaceRef,
         arg: usize,
         access: Access,
     ) -> Result<isize> {
         self.passthru::<C>(arg, |this, request| {
-            this.send(request, Target::Namespace(handle), access)
+            this.send(request, Target::Namespace(which), access)
         })
     }
 
     /// Sends the Read, Write or Compare of the `nvme_user_io` at user address `arg` to the
-    /// namespace of `handle` (C's `nvme_submit_io`), its length in the namespace's blocks:
+    /// namespace `which` names (C's `nvme_submit_io`), its length in the namespace's blocks:
     /// `EINVAL` for flags, another opcode or a metadata buffer; otherwise as
     /// [`Self::namespace_io`], but no result goes back.
     pub(crate) fn submit_io(
         &mut self,
-        handle: &NamespaceHandle,
+        which: NamespaceRef,
         arg: usize,
         access: Access,
     ) -> Result<isize> {
@@ -535,11 +540,11 @@ impl<'a> Passthrough<'a> {
         // the driver's PRPs still follow what the controller moves (`send`).
         let lba_shift = self
             .namespaces
-            .with_namespace(handle, |entry| Ok(entry.namespace().lba_shift()))?;
+            .with_namespace(which, |entry| Ok(entry.namespace().lba_shift()))?;
         let request = UserRequest {
             command: UserCommand {
                 opcode: io.opcode,
-                nsid: handle.nsid(),
+                nsid: which.nsid,
                 cdw2: 0,
                 cdw3: 0,
                 cdw10_15: [
@@ -559,7 +564,7 @@ impl<'a> Passthrough<'a> {
             data_len: (u32::from(io.nblocks) + 1) << lba_shift,
             timeout_ms: 0,
         };
-        let (status, _) = self.send(&request, Target::Namespace(handle), access)?;
+        let (status, _) = self.send(&request, Target::Namespace(which), access)?;
         // Lossless: 15 bits.
         Ok(status as isize)
     }
@@ -610,7 +615,7 @@ impl<'a> Passthrough<'a> {
     fn send(
         &mut self,
         request: &UserRequest,
-        target: Target<'_>,
+        target: Target,
         access: Access,
     ) -> Result<(u16, u64)> {
         // Removal has begun: a command given up may still own the bounce buffer.
@@ -622,12 +627,12 @@ impl<'a> Passthrough<'a> {
         }
         match target {
             Target::Admin if !allowed(&request.command) => return Err(EACCES),
-            Target::Namespace(handle) if request.command.nsid != handle.nsid() => {
+            Target::Namespace(which) if request.command.nsid != which.nsid => {
                 dev_err!(
                     self.ctrl.pdev,
                     "nsid ({}) in cmd does not match nsid ({}) of namespace\n",
                     request.command.nsid,
-                    handle.nsid()
+                    which.nsid
                 );
                 return Err(EINVAL);
             }
@@ -710,12 +715,12 @@ impl<'a> Passthrough<'a> {
                     .map_err(|e| if e == ETIMEDOUT { EINTR } else { e })?;
                 (done.status_field(), done.result64())
             }
-            Target::Namespace(handle) => {
+            Target::Namespace(which) => {
                 // The caller's memory was read above, outside the inventory's lock: a fault that
                 // waits holds up no scan. The disk stays while the command runs.
                 let namespaces = self.namespaces.clone();
                 let max_transfer = self.max_transfer;
-                let done = namespaces.with_namespace(handle, |entry| {
+                let done = namespaces.with_namespace(which, |entry| {
                     let moved =
                         transfer_length(&request.command, Some(entry.namespace())).unwrap_or(len);
                     if moved > max_transfer {

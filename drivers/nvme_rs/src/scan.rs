@@ -25,7 +25,6 @@ use crate::controller::Controller;
 use crate::dma_local::{Coherent, Gfp};
 use crate::io;
 use crate::namespace::{self, ControllerLimits, NamespaceDisk, Revalidated};
-use crate::nsdev::NamespaceHandle;
 
 /// The namespaces with a disk, by ascending NSID.
 pub(crate) struct Inventory {
@@ -200,15 +199,15 @@ impl<'a> NamespaceSet<'a> {
         }
     }
 
-    /// Runs `f` on the namespace of `handle`, the inventory locked meanwhile: `ENODEV` once it is
-    /// gone (its disk deleted, or about to be).
+    /// Runs `f` on the namespace `which` names, the inventory locked meanwhile: `ENODEV` once it
+    /// is gone (its disk deleted, or about to be).
     pub(crate) fn with_namespace<R>(
         &self,
-        handle: &NamespaceHandle,
+        which: NamespaceRef,
         f: impl FnOnce(&NamespaceDisk) -> Result<R>,
     ) -> Result<R> {
         let inventory = self.inventory.lock();
-        match inventory.disks.iter().find(|e| e.has_handle(handle)) {
+        match inventory.disks.iter().find(|e| e.has_key(which.key)) {
             Some(entry) if !entry.is_replaced() => f(entry),
             _ => Err(ENODEV),
         }
@@ -364,6 +363,15 @@ impl<'a> NamespaceSet<'a> {
         inventory.disks.sort_unstable_by_key(|e| e.namespace().nsid);
         result
     }
+}
+
+/// Which namespace a command through one of its own devices goes to: its NSID, and the key of the
+/// disk its opener holds (the disk's private data, which the opener keeps alive), so that another
+/// namespace attached under the same NSID is not taken for it.
+#[derive(Clone, Copy)]
+pub(crate) struct NamespaceRef {
+    pub(crate) nsid: u32,
+    pub(crate) key: *const core::ffi::c_void,
 }
 
 /// A scan of a [`NamespaceSet`] when dropped ([`NamespaceSet::scan_after`]).

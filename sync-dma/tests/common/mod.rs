@@ -7,13 +7,8 @@ use std::process::Command;
 
 /// The files every driver carries, as `template/VENDORED` lists them: the DMA wrapper and
 /// `compat.rs`.
-pub static VENDORED: std::sync::LazyLock<Vec<&'static str>> = std::sync::LazyLock::new(|| {
-    include_str!("../../../template/VENDORED")
-        .lines()
-        .map(str::trim)
-        .filter(|line| !line.is_empty() && !line.starts_with('#'))
-        .collect()
-});
+pub static VENDORED: std::sync::LazyLock<Vec<&'static str>> =
+    std::sync::LazyLock::new(|| include_str!("../../../template/VENDORED").lines().collect());
 
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
