@@ -50,6 +50,7 @@ use effects::Effects;
 use events::AsyncEvents;
 use io::{IoQueue, SentCounts};
 use namespace::ControllerLimits;
+use nsdev::Handles;
 use passthrough::Passthrough;
 use reset::Stop;
 use scan::NamespaceSet;
@@ -286,7 +287,7 @@ impl<'bound> Nvme<'bound> {
         let namespaces = nvme.namespaces.insert(NamespaceSet::new(
             ctrl.clone(),
             (&id, &nvm_id),
-            (tag_set.clone(), gate.clone()),
+            (tag_set.clone(), Handles::of(gate.clone())?),
             nvme.instance.0,
         )?);
         let passthrough = Passthrough::new(

@@ -4,17 +4,22 @@
 //! its disk (logical block size, capacity, largest transfer, discard, write zeroes, atomic
 //! writes), and the namespace as its disk's requests see it.
 
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use core::{
+    ffi::c_void,
+    sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering},
+};
 
-use kernel::{prelude::*, str::CString, sync::Arc};
+use kernel::{
+    prelude::*,
+    str::CString,
+    sync::{Arc, ArcBorrow},
+};
 
 use crate::blk::{Disk, DiskConfig, Request, TagSet};
-use crate::chardev::Gate;
 use crate::command::{self, Cns, IdentifyController, IdentifyNvmController};
 use crate::controller::Controller;
 use crate::dma_local::{self, Coherent};
 use crate::identifiers::Identifiers;
-use crate::nsdev::{NamespaceDevice, NamespaceHandle};
 use crate::prp;
 use crate::regs;
 use crate::sysfs;
@@ -293,19 +298,38 @@ pub(crate) fn active_nsids(
     Ok(nsids)
 }
 
+/// What a namespace's disk hands its openers, and what its ioctls reach the namespace and its
+/// controller by. Made above this module (by `nsdev`, which knows the ioctls), so that the
+/// namespaces' code and the I/O path know nothing of them.
+pub(crate) trait NamespaceHandle: Send + Sync {
+    /// The handle's address: the disk's private data (valid while the handle lives) and the key
+    /// its commands find the namespace by ([`crate::scan::NamespaceRef`]).
+    fn key(&self) -> *const c_void;
+
+    /// Registers the namespace's generic character device, `/dev/rsng<instance>n<N>`, whose files
+    /// hold this handle; it goes when the returned value is dropped.
+    fn register_device(self: ArcBorrow<'_, Self>, instance: u32) -> Result<KBox<dyn Send + Sync>>;
+}
+
+/// Makes the [`NamespaceHandle`] of each namespace of one controller.
+pub(crate) trait NamespaceHandles: Send + Sync {
+    /// The handle of namespace `nsid`.
+    fn make(&self, nsid: u32) -> Result<Arc<dyn NamespaceHandle>>;
+}
+
 /// A namespace, its disk and its generic character device.
 ///
 /// # Invariants
 ///
-/// The disk's queue data is the boxed namespace and its private data the handle, which outlive it:
-/// `disk` is dropped first (but for the character device).
+/// The disk's queue data is the boxed namespace and its private data the handle's key, which
+/// outlive it: `disk` is dropped first (but for the character device).
 pub(crate) struct NamespaceDisk {
     /// `/dev/rsng<C>n<N>`, once the disk is added.
-    device: Option<Pin<KBox<NamespaceDevice>>>,
+    device: Option<KBox<dyn Send + Sync>>,
     disk: Disk,
     namespace: KBox<Namespace>,
     /// What the disk's openers and the character device's files hold.
-    handle: Arc<NamespaceHandle>,
+    handle: Arc<dyn NamespaceHandle>,
     /// The NSID now names another namespace: the disk is to be deleted (and another added).
     replaced: bool,
 }
@@ -314,7 +338,7 @@ impl NamespaceDisk {
     /// Identifies namespace `nsid` of `ctrl`, identified as `id` (through `buf`), and makes its
     /// disk, `/dev/rsnvme<instance>n<nsid>`, on `tag_set`, with `limits`, not added yet
     /// ([`Self::add`]); `None` for a namespace whose format this driver does not serve. Its
-    /// ioctls reach the controller through `gate`.
+    /// ioctls reach it through a handle `handles` makes.
     ///
     /// # Safety
     ///
@@ -323,7 +347,7 @@ impl NamespaceDisk {
         ctrl: &Controller<'_>,
         buf: &Coherent<'_, u8>,
         limits: &ControllerLimits<'_>,
-        (tag_set, gate): (&TagSet, &Arc<Gate>),
+        (tag_set, handles): (&TagSet, &dyn NamespaceHandles),
         instance: u32,
         nsid: u32,
     ) -> Result<Option<Self>> {
@@ -348,7 +372,7 @@ impl NamespaceDisk {
             },
             GFP_KERNEL,
         )?;
-        let handle = NamespaceHandle::new(gate.clone(), nsid)?;
+        let handle = handles.make(nsid)?;
         let name = CString::try_from_fmt(fmt!("rsnvme{}n{}", instance, nsid))?;
         let queuedata = core::ptr::from_ref::<Namespace>(&namespace).cast_mut();
         // SAFETY: The namespace is boxed and the handle in an `Arc` (their addresses do not move),
@@ -359,7 +383,7 @@ impl NamespaceDisk {
                 tag_set,
                 &ns.disk_config(&name, limits),
                 queuedata.cast(),
-                Arc::as_ptr(&handle).cast_mut().cast(),
+                handle.key().cast_mut(),
             )?
         };
         // INVARIANT: the disk's queue data is the namespace, its private data the handle.
@@ -385,7 +409,7 @@ impl NamespaceDisk {
             return Err(EIO);
         }
         // As C, the disk serves without it.
-        match NamespaceDevice::new(self.handle.clone(), instance) {
+        match self.handle.as_arc_borrow().register_device(instance) {
             Ok(device) => self.device = Some(device),
             Err(e) => dev_warn!(
                 ctrl.pdev,
@@ -398,13 +422,13 @@ impl NamespaceDisk {
     }
 
     /// The namespace's handle, as its disk's openers hold it.
-    pub(crate) fn handle(&self) -> Arc<NamespaceHandle> {
+    pub(crate) fn handle(&self) -> Arc<dyn NamespaceHandle> {
         self.handle.clone()
     }
 
     /// Whether `key` is this namespace's disk's private data (its handle).
-    pub(crate) fn has_key(&self, key: *const core::ffi::c_void) -> bool {
-        Arc::as_ptr(&self.handle).cast() == key
+    pub(crate) fn has_key(&self, key: *const c_void) -> bool {
+        self.handle.key() == key
     }
 
     /// The namespace.
@@ -438,7 +462,7 @@ impl NamespaceDisk {
 /// `buf` the page that sysfs hands a show.
 #[no_mangle]
 unsafe extern "C" fn nvme_rs_show_namespace(
-    namespace: *mut core::ffi::c_void,
+    namespace: *mut c_void,
     name: *const kernel::ffi::c_char,
     buf: *mut u8,
 ) -> isize {

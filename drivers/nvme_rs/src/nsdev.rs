@@ -7,13 +7,14 @@
 //! `NVME_IOCTL_IO64_CMD` and its vectored form, `NVME_IOCTL_SUBMIT_IO`) to the namespace.
 //!
 //! An open disk or file may outlive the namespace (a scan deletes it) and the driver's binding, so
-//! it holds only a [`NamespaceHandle`]: the controller's [`Gate`] and the NSID. A command through a
-//! handle whose namespace is gone gets `ENODEV`, as from C's dying queue.
+//! it holds only a [`Handle`]: the controller's [`Gate`] and the NSID. A command through a handle
+//! whose namespace is gone gets `ENODEV`, as from C's dying queue. [`Handles`] makes them for the
+//! controller's namespace set, which knows them only as [`Handle`]s.
 
-use core::ptr::NonNull;
+use core::{ffi::c_void, ptr::NonNull};
 
 use kernel::{
-    ffi::{c_int, c_uint, c_ulong, c_void},
+    ffi::{c_int, c_uint, c_ulong},
     fs::File,
     miscdevice::{MiscDevice, MiscDeviceOptions, MiscDeviceRegistration},
     prelude::*,
@@ -22,6 +23,7 @@ use kernel::{
 };
 
 use crate::chardev::{nvme_rs_open_for_write, pin_module, Gate, OwnedFileOperations};
+use crate::namespace::{NamespaceHandle, NamespaceHandles};
 use crate::passthrough::{
     Access, Passthrough, PassthruCmd, PassthruCmd64, NVME_IOCTL_ADMIN64_CMD, NVME_IOCTL_ADMIN_CMD,
     NVME_IOCTL_ID, NVME_IOCTL_IO64_CMD, NVME_IOCTL_IO64_CMD_VEC, NVME_IOCTL_IO_CMD,
@@ -29,25 +31,56 @@ use crate::passthrough::{
 };
 use crate::scan::NamespaceRef;
 
+/// The handles of one controller's namespaces.
+pub(crate) struct Handles {
+    controller: Arc<Gate>,
+}
+
+impl Handles {
+    /// What makes the handles of the namespaces of the controller behind `controller`.
+    pub(crate) fn of(controller: Arc<Gate>) -> Result<Arc<dyn NamespaceHandles>> {
+        Ok(Arc::new(Self { controller }, GFP_KERNEL)?)
+    }
+}
+
+impl NamespaceHandles for Handles {
+    fn make(&self, nsid: u32) -> Result<Arc<dyn NamespaceHandle>> {
+        let handle = Handle {
+            controller: self.controller.clone(),
+            nsid,
+        };
+        Ok(Arc::new(handle, GFP_KERNEL)?)
+    }
+}
+
 /// What a namespace's open disk or character device reaches: the controller, while it is bound,
 /// and the namespace, while it is there.
-pub(crate) struct NamespaceHandle {
+pub(crate) struct Handle {
     controller: Arc<Gate>,
     nsid: u32,
 }
 
-impl NamespaceHandle {
-    /// The handle of namespace `nsid` of the controller behind `controller`.
-    pub(crate) fn new(controller: Arc<Gate>, nsid: u32) -> Result<Arc<Self>> {
-        Ok(Arc::new(Self { controller, nsid }, GFP_KERNEL)?)
+impl NamespaceHandle for Handle {
+    fn key(&self) -> *const c_void {
+        core::ptr::from_ref(self).cast()
     }
 
-    /// The namespace, as the namespace set finds it: by NSID and by this handle, the key of its
-    /// disk (which the caller keeps alive while it uses the value).
+    fn register_device(self: ArcBorrow<'_, Self>, instance: u32) -> Result<KBox<dyn Send + Sync>> {
+        // Boxed again: a pinned box does not coerce to a trait object's.
+        Ok(KBox::new(
+            NamespaceDevice::new(self.into(), instance)?,
+            GFP_KERNEL,
+        )?)
+    }
+}
+
+impl Handle {
+    /// The namespace, as the namespace set finds it: by NSID and by this handle's key, its disk's
+    /// private data (which the caller keeps alive while it uses the value).
     fn which(&self) -> NamespaceRef {
         NamespaceRef {
             nsid: self.nsid,
-            key: core::ptr::from_ref(self).cast(),
+            key: self.key(),
         }
     }
 
@@ -89,15 +122,15 @@ impl NamespaceHandle {
 ///
 /// # Safety
 ///
-/// `handle` is the disk's private data, a [`NamespaceHandle`] of an `Arc`, and the disk is live (an
-/// open checks that under the disk's open mutex, and the namespace holds its handle until it has
-/// deleted its disk).
+/// `handle` is the disk's private data, the key of a [`Handle`] in an `Arc` (one that
+/// [`Handles::make`] made: its allocation stays an `Arc<Handle>`'s when it is known as a
+/// `dyn NamespaceHandle`), and the disk is live (an open checks that under the disk's open mutex,
+/// and the namespace holds its handle until it has deleted its disk).
 #[no_mangle]
 unsafe extern "C" fn nvme_rs_namespace_open(handle: *const c_void) -> c_int {
     // SAFETY: By the function's safety requirements; the `Arc` this makes is the opener's, given
     // back in the release.
-    let opened: Arc<NamespaceHandle> =
-        unsafe { ArcBorrow::from_raw(handle.cast::<NamespaceHandle>()) }.into();
+    let opened: Arc<Handle> = unsafe { ArcBorrow::from_raw(handle.cast::<Handle>()) }.into();
     let _ = Arc::into_raw(opened);
     0
 }
@@ -110,7 +143,7 @@ unsafe extern "C" fn nvme_rs_namespace_open(handle: *const c_void) -> c_int {
 #[no_mangle]
 unsafe extern "C" fn nvme_rs_namespace_release(handle: *const c_void) {
     // SAFETY: By the function's safety requirement: the open's `Arc`.
-    drop(unsafe { Arc::from_raw(handle.cast::<NamespaceHandle>()) });
+    drop(unsafe { Arc::from_raw(handle.cast::<Handle>()) });
 }
 
 /// The disk's `ioctl`: NVMe ioctl `cmd` with argument `arg` through a block device open for
@@ -129,7 +162,7 @@ unsafe extern "C" fn nvme_rs_namespace_ioctl(
     partition: bool,
 ) -> c_int {
     // SAFETY: Opened, so alive (safety requirement).
-    let handle = unsafe { &*handle.cast::<NamespaceHandle>() };
+    let handle = unsafe { &*handle.cast::<Handle>() };
     let access = Access {
         open_for_write,
         partition,
@@ -149,14 +182,14 @@ pub(crate) struct NamespaceDevice {
     // Deregistered first (fields drop in order): the name outlives the registration.
     #[pin]
     registration: MiscDeviceRegistration<NamespaceFile>,
-    handle: Arc<NamespaceHandle>,
+    handle: Arc<Handle>,
     /// The name the registration points to.
     _name: CString,
 }
 
 impl NamespaceDevice {
     /// Registers `/dev/rsng<instance>n<nsid>` for the namespace of `handle`.
-    pub(crate) fn new(handle: Arc<NamespaceHandle>, instance: u32) -> Result<Pin<KBox<Self>>> {
+    pub(crate) fn new(handle: Arc<Handle>, instance: u32) -> Result<Pin<KBox<Self>>> {
         let name = CString::try_from_fmt(fmt!("rsng{}n{}", instance, handle.nsid))?;
         // SAFETY: The string's bytes are on the heap: they stay where they are when `name` moves
         // into the device, which keeps them until its registration is gone (the field order).
@@ -182,9 +215,9 @@ static NAMESPACE_FILE_OPERATIONS: OwnedFileOperations = OwnedFileOperations::new
 
 #[vtable]
 impl MiscDevice for NamespaceFile {
-    type Ptr = Arc<NamespaceHandle>;
+    type Ptr = Arc<Handle>;
 
-    fn open(file: &File, misc: &MiscDeviceRegistration<Self>) -> Result<Arc<NamespaceHandle>> {
+    fn open(file: &File, misc: &MiscDeviceRegistration<Self>) -> Result<Arc<Handle>> {
         let registration = NonNull::from(misc).as_ptr();
         // SAFETY: Every registration of `NamespaceFile` is the `registration` field of a
         // `NamespaceDevice`, which stays registered, and so alive, while a file of it is being
@@ -197,16 +230,11 @@ impl MiscDevice for NamespaceFile {
         Ok(handle)
     }
 
-    fn release(handle: Arc<NamespaceHandle>, _file: &File) {
+    fn release(handle: Arc<Handle>, _file: &File) {
         drop(handle);
     }
 
-    fn ioctl(
-        handle: ArcBorrow<'_, NamespaceHandle>,
-        file: &File,
-        cmd: u32,
-        arg: usize,
-    ) -> Result<isize> {
+    fn ioctl(handle: ArcBorrow<'_, Handle>, file: &File, cmd: u32, arg: usize) -> Result<isize> {
         let access = Access {
             // SAFETY: An open file, for the call.
             open_for_write: unsafe { nvme_rs_open_for_write(file.as_ptr().cast()) },

@@ -491,7 +491,7 @@ impl<'a> Passthrough<'a> {
         // Held while the command runs: its address is the key.
         let which = NamespaceRef {
             nsid,
-            key: Arc::as_ptr(&handle).cast(),
+            key: handle.key(),
         };
         self.passthru::<C>(arg, |this, request| {
             this.send(request, Target::Namespace(which), access)

@@ -19,12 +19,11 @@ use kernel::{
 
 use crate::admin::IDENTIFY_SIZE;
 use crate::blk::{self, TagSet};
-use crate::chardev::Gate;
 use crate::command::{IdentifyController, IdentifyNvmController};
 use crate::controller::Controller;
 use crate::dma_local::{Coherent, Gfp};
 use crate::io;
-use crate::namespace::{self, ControllerLimits, NamespaceDisk, Revalidated};
+use crate::namespace::{self, ControllerLimits, NamespaceDisk, NamespaceHandles, Revalidated};
 
 /// The namespaces with a disk, by ascending NSID.
 pub(crate) struct Inventory {
@@ -50,20 +49,20 @@ pub(crate) struct NamespaceSet<'a> {
     inventory: Mutex<Inventory>,
     /// The tag set every disk is on.
     tag_set: Arc<TagSet>,
-    /// Where the namespaces' ioctls reach the controller.
-    gate: Arc<Gate>,
+    /// What makes each namespace's handle, through which its ioctls reach it.
+    handles: Arc<dyn NamespaceHandles>,
     /// The controller number in the disks' names.
     instance: u32,
 }
 
 impl<'a> NamespaceSet<'a> {
     /// An empty set for `ctrl`, identified as `identity`, whose disks go on `tag_set`, are named
-    /// after controller number `instance` and reach the controller through `gate`.
+    /// after controller number `instance` and whose handles `handles` makes.
     /// [`Self::close`] deletes the disks.
     pub(crate) fn new(
         ctrl: Arc<Controller<'a>>,
         identity: (&IdentifyController, &IdentifyNvmController),
-        (tag_set, gate): (Arc<TagSet>, Arc<Gate>),
+        (tag_set, handles): (Arc<TagSet>, Arc<dyn NamespaceHandles>),
         instance: u32,
     ) -> Result<Arc<Self>> {
         Arc::pin_init(
@@ -72,7 +71,7 @@ impl<'a> NamespaceSet<'a> {
                 id: *identity.0,
                 nvm_id: *identity.1,
                 tag_set,
-                gate,
+                handles,
                 instance,
                 inventory <- new_mutex!(Inventory {
                     disks: KVec::new(),
@@ -113,7 +112,7 @@ impl<'a> NamespaceSet<'a> {
                     &self.ctrl,
                     buf,
                     &limits,
-                    (&self.tag_set, &self.gate),
+                    (&self.tag_set, &*self.handles),
                     self.instance,
                     nsid,
                 )
@@ -335,7 +334,7 @@ impl<'a> NamespaceSet<'a> {
                     ctrl,
                     buf,
                     &limits,
-                    (&self.tag_set, &self.gate),
+                    (&self.tag_set, &*self.handles),
                     self.instance,
                     nsid,
                 )
