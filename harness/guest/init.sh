@@ -108,6 +108,25 @@ fail_nth_setup() {
 		echo 0 >/sys/kernel/debug/fail_page_alloc/min-order
 }
 
+# nvme_rs_counter NAME [C]: counter NAME of nvme_rs's controller number C (default 0), since its
+# probe, from its debugfs files.
+nvme_rs_counter() { cat "/sys/kernel/debug/rsnvme${2:-0}/counters/$1"; }
+# nvme_rs_total NAME: counter NAME summed over nvme_rs's controllers.
+nvme_rs_total() { cat /sys/kernel/debug/rsnvme*/counters/"$1" | awk '{ n += $1 } END { print n + 0 }'; }
+
+# fault_on ATTR [TIMES [INTERVAL]]: the fault_attr directory ATTR (a driver's fault injection point,
+# Documentation/fault-injection) fails every INTERVAL-th time it is reached (default 1: every
+# time), TIMES times (default: no limit), without a stack trace in the log each time.
+fault_on() {
+	echo 0 >"$1/verbose" &&
+		echo "${3:-1}" >"$1/interval" &&
+		echo "${2:--1}" >"$1/times" &&
+		echo 100 >"$1/probability"
+}
+
+# fault_off ATTR: ATTR fails no more.
+fault_off() { echo 0 >"$1/probability"; }
+
 # failing_nth_allocation N COMMAND...: runs COMMAND, a builtin or function so that it runs in this
 # task, in a subshell whose N-th allocation fails (a fork starts with none set), its output
 # discarded. Prints "reached" when COMMAND got that far and "unreached" when it made fewer

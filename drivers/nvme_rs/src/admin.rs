@@ -19,6 +19,7 @@ use crate::command::{
     DoorbellBufferConfig, GetLogPage, Identify, LogPage, SetFeatures,
 };
 use crate::dma_local::{Coherent, DmaAddress};
+use crate::faults::FaultPoint;
 use crate::queue::{doorbells, CompletionQueue, SubmissionQueue};
 use crate::regs::Bar0;
 
@@ -42,21 +43,14 @@ pub(crate) struct AdminQueue<'a> {
     async_event: Option<Completion>,
     /// How long a command may take, in milliseconds.
     timeout_ms: i64,
-    /// Test only (`test_lost_admin_completion`): the command identifier whose completion is not
-    /// looked for.
+    /// The command identifier whose completion is not looked for (fault injection).
     lost_cid: Option<u16>,
 }
 
 impl<'a> AdminQueue<'a> {
     /// Allocates both queues for a controller with doorbell stride `stride`, whose commands may
-    /// take `timeout_s` seconds (at least 1). Test only: the `lost_completion`-th command
-    /// (counting from 1; 0 for none) will time out.
-    pub(crate) fn new(
-        dev: &'a Device<Bound>,
-        stride: usize,
-        timeout_s: u32,
-        lost_completion: u32,
-    ) -> Result<Self> {
+    /// take `timeout_s` seconds (at least 1).
+    pub(crate) fn new(dev: &'a Device<Bound>, stride: usize, timeout_s: u32) -> Result<Self> {
         let (sq_doorbell, cq_doorbell) = doorbells(0, stride);
         Ok(Self {
             dev,
@@ -66,9 +60,7 @@ impl<'a> AdminQueue<'a> {
             async_event_cid: None,
             async_event: None,
             timeout_ms: i64::from(timeout_s.max(1)) * 1000,
-            lost_cid: lost_completion
-                .checked_sub(1)
-                .and_then(|n| u16::try_from(n).ok()),
+            lost_cid: None,
         })
     }
 
@@ -162,6 +154,7 @@ impl<'a> AdminQueue<'a> {
             self.next_cid = self.next_cid.wrapping_add(1);
         }
         command.set_cid(self.next_cid);
+        self.lost_cid = FaultPoint::AdminCompletion.fails().then_some(self.next_cid);
         self.next_cid = self.next_cid.wrapping_add(1);
         self.sq.submit(bar, *command)
     }

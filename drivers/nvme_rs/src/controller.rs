@@ -11,13 +11,14 @@ use kernel::{
     io::{poll::read_poll_timeout, Io},
     new_mutex, pci,
     prelude::*,
-    sync::Mutex,
+    sync::{Arc, Mutex},
     time::{delay::fsleep, Delta},
 };
 
 use crate::admin::AdminQueue;
 use crate::blk;
 use crate::command::{self, Cns, IdentifyController, IdentifyNvmController};
+use crate::counters::ControllerCounters;
 use crate::dma_local::{self, Coherent, Pool};
 use crate::faults::FaultPoint;
 use crate::regs::{self, Bar0, Cap};
@@ -76,6 +77,8 @@ pub(crate) struct Controller<'a> {
     pub(crate) pdev: &'a pci::Device<Bound>,
     pub(crate) bar: Bar0<'a>,
     pub(crate) cap: Cap,
+    /// What happens to it as a whole, also shown in debugfs.
+    pub(crate) counters: Arc<ControllerCounters>,
     #[pin]
     pub(crate) admin: Mutex<AdminQueue<'a>>,
     /// Held by whatever ends requests outside their normal completion (the cancelling in `kill`,
@@ -113,12 +116,6 @@ pub(crate) struct Controller<'a> {
     /// The Linux IRQ numbers of the I/O queues, once requested.
     irqs: [AtomicU32; MAX_IO_QUEUES],
     nr_irqs: AtomicUsize,
-    /// Test only (`test_duplicate_completions`): how many more I/O completions are delivered
-    /// twice more, as a duplicate and with another generation.
-    duplicates_to_inject: AtomicU32,
-    /// Test only (`test_lose_interrupts`): I/O interrupts are ignored until a timeout handler
-    /// polls.
-    losing_interrupts: AtomicBool,
     /// Wakes the asynchronous event handler's thread, while there is one.
     #[pin]
     async_events_waker: Mutex<Option<AsyncEventsWaker>>,
@@ -177,11 +174,11 @@ impl<'a> Controller<'a> {
                 }
                 cap
             },
+            counters: ControllerCounters::new()?,
             admin <- new_mutex!(AdminQueue::new(
                 dev.as_ref(),
                 cap.doorbell_stride(),
                 crate::compat::param(&crate::module_parameters::admin_timeout),
-                crate::compat::param(&crate::module_parameters::test_lost_admin_completion),
             )?),
             cancel_lock <- new_mutex!((), "nvme_rs:cancel"),
             list_pool: Pool::new(
@@ -207,12 +204,6 @@ impl<'a> Controller<'a> {
             cancel_all,
             irqs: [const { AtomicU32::new(0) }; MAX_IO_QUEUES],
             nr_irqs: AtomicUsize::new(0),
-            duplicates_to_inject: AtomicU32::new(
-                crate::compat::param(&crate::module_parameters::test_duplicate_completions),
-            ),
-            losing_interrupts: AtomicBool::new(
-                crate::compat::param(&crate::module_parameters::test_lose_interrupts) != 0,
-            ),
             async_events_waker <- new_mutex!(None, "nvme_rs:async_events"),
             async_events_set_up: AtomicBool::new(false),
             async_events_rescan: AtomicBool::new(false),
@@ -373,29 +364,6 @@ impl<'a> Controller<'a> {
             }
             f(admin, bar)
         })
-    }
-
-    /// Test only: whether this completion is to be delivered again (`test_duplicate_completions`).
-    #[inline]
-    pub(crate) fn take_injected_duplicate(&self) -> bool {
-        // One relaxed load on the hot path outside tests.
-        self.duplicates_to_inject.load(Ordering::Relaxed) > 0
-            && self
-                .duplicates_to_inject
-                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
-                .is_ok()
-    }
-
-    /// Test only: whether interrupts are to be ignored as lost (`test_lose_interrupts`).
-    #[inline]
-    pub(crate) fn losing_interrupts(&self) -> bool {
-        self.losing_interrupts.load(Ordering::Relaxed)
-    }
-
-    /// Test only: interrupts are delivered again (`test_lose_interrupts`); a timeout handler is
-    /// about to poll.
-    pub(crate) fn stop_losing_interrupts(&self) {
-        self.losing_interrupts.store(false, Ordering::Relaxed);
     }
 
     /// Whether I/O has been stopped for good.
@@ -606,10 +574,9 @@ impl<'a> Controller<'a> {
             return;
         }
         dev_warn!(self.pdev, "controller disabled; failing outstanding I/O\n");
-        let delay = crate::compat::param(&crate::module_parameters::test_kill_delay);
-        if delay > 0 {
-            // Test only: other timeout handlers find the controller dead before the cancelling.
-            fsleep(Delta::from_millis(i64::from(delay)));
+        if FaultPoint::PromptCancel.fails() {
+            // Other timeout handlers find the controller dead before the cancelling.
+            fsleep(Delta::from_secs(4));
         }
         let set = self.tag_set.load(Ordering::Acquire);
         let stop_and_cancel = || {

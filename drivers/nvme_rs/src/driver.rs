@@ -15,6 +15,7 @@ mod command;
 #[allow(dead_code, unused_imports, unused_macros, reason = "vendored")]
 mod compat;
 mod controller;
+mod counters;
 mod dma_local;
 mod effects;
 mod events;
@@ -45,10 +46,11 @@ use kernel::{
 use blk::TagSet;
 use chardev::{ControllerDevice, Gate};
 use controller::Controller;
+use counters::CounterFiles;
 use dma_local::{Coherent, Gfp, Mask};
 use effects::Effects;
 use events::AsyncEvents;
-use io::{IoQueue, SentCounts};
+use io::IoQueue;
 use namespace::ControllerLimits;
 use nsdev::Handles;
 use passthrough::Passthrough;
@@ -104,26 +106,6 @@ kernel::prelude::module! {
             description: "Seconds an I/O command may take before the driver aborts it \
                 (0: blk-mq's default, 30)",
         },
-        test_duplicate_completions: u32 {
-            default: 0,
-            description: "Test only: the first N I/O completions come twice more, as a duplicate \
-                and with another command id generation; each copy must be ignored",
-        },
-        test_lose_interrupts: u32 {
-            default: 0,
-            description: "Test only (1): I/O queue interrupts are ignored, as if lost, until the \
-                first timeout, whose handler must find the completions with its own poll",
-        },
-        test_kill_delay: u32 {
-            default: 0,
-            description: "Test only: milliseconds the driver waits between declaring the \
-                controller dead and cancelling its requests, so that other timeouts run meanwhile",
-        },
-        test_lost_admin_completion: u32 {
-            default: 0,
-            description: "Test only: the completion of each controller's Nth admin command is \
-                not looked for, so that the command times out (0: none)",
-        },
     },
 }
 
@@ -172,6 +154,8 @@ impl Drop for Instance {
 /// A bound NVMe controller. It is built step by step in probe, and `Drop` tears down whatever
 /// exists, in the order that keeps the controller from touching freed memory.
 pub(crate) struct Nvme<'bound> {
+    /// `/sys/kernel/debug/rsnvme<C>/counters/`, once the I/O queues are there.
+    counter_files: Option<CounterFiles>,
     /// The asynchronous event handler, last of all in probe.
     events: Option<Pin<KBox<AsyncEvents<'bound>>>>,
     /// `/dev/rsnvme<C>`, once the disks are there.
@@ -224,7 +208,10 @@ impl compat::pm::PowerManaged for NvmeDriver {
     fn resume(nvme: &Nvme<'_>) -> Result {
         let result = reset::start(&nvme.ctrl);
         nvme.thaw();
-        result.inspect(|()| dev_info!(nvme.ctrl.pdev, "resumed\n"))
+        result.inspect(|()| {
+            dev_info!(nvme.ctrl.pdev, "resumed\n");
+            nvme.ctrl.counters.resumes.fetch_add(1, Ordering::Relaxed);
+        })
     }
 
     fn shutdown(nvme: &Nvme<'_>) {
@@ -283,6 +270,15 @@ impl<'bound> Nvme<'bound> {
             .insert(Arc::new(io::alloc_tag_set(&nvme.io_queues)?, GFP_KERNEL)?);
         ctrl.set_tag_set(tag_set.as_raw());
         io::steer_interrupts(tag_set, &nvme.io_queues)?;
+        let mut queue_counters = KVec::with_capacity(nvme.io_queues.len(), GFP_KERNEL)?;
+        for queue in nvme.io_queues.iter() {
+            queue_counters.push(queue.counts().clone(), GFP_KERNEL)?;
+        }
+        nvme.counter_files = Some(CounterFiles::new(
+            nvme.instance.0,
+            ctrl.counters.clone(),
+            queue_counters,
+        )?);
         let gate = Gate::new()?;
         let namespaces = nvme.namespaces.insert(NamespaceSet::new(
             ctrl.clone(),
@@ -312,6 +308,7 @@ impl<'bound> Nvme<'bound> {
     /// ([`Controller::new`]), and takes a controller number for the disks' names.
     fn enable(pdev: &'bound pci::Device<Bound>) -> Result<Self> {
         Ok(Nvme {
+            counter_files: None,
             events: None,
             chardev: None,
             namespaces: None,
@@ -378,26 +375,10 @@ impl Drop for Nvme<'_> {
         if let Some(namespaces) = &self.namespaces {
             namespaces.close();
         }
-        let sent = self
-            .io_queues
-            .iter()
-            .fold(SentCounts::default(), |sum, queue| {
-                sum + queue.sent_counts()
-            });
-        dev_info!(
-            ctrl.pdev,
-            "removing; read/write commands sent: {} with PRPs, {} with SGLs, {} with FUA; \
-             dataset management commands sent: {} with {} ranges\n",
-            sent.prps,
-            sent.sgls,
-            sent.fua,
-            sent.dsm,
-            sent.dsm_ranges
-        );
         let ignored: u64 = self
             .io_queues
             .iter()
-            .map(|queue| queue.ignored_completions())
+            .map(|queue| queue.counts().ignored_completions.load(Ordering::Relaxed))
             .sum();
         if ignored > 0 {
             dev_warn!(

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Fault injection points, the kernel's way (`Documentation/fault-injection/`): values that a
-//! hostile or dying controller could hand the driver and QEMU's cannot, each a `fault_attr` under
-//! `/sys/kernel/debug/nvme_rs/` (`probability`, `interval`, `times`) made by `faults_shim.c`.
-//! None fails until a test says so; without `CONFIG_FAULT_INJECTION_DEBUG_FS` none exists.
+//! Fault injection points, the kernel's way (`Documentation/fault-injection/`): what a hostile or
+//! dying controller, or a lost interrupt, could do to the driver and QEMU's controller does not,
+//! each a `fault_attr` under `/sys/kernel/debug/nvme_rs/` (`probability`, `interval`, `times`)
+//! made by `faults_shim.c`. None fails until a test says so; without
+//! `CONFIG_FAULT_INJECTION_DEBUG_FS` none exists. A point costs a call and a load where it is not
+//! enabled.
 
 extern "C" {
     fn nvme_rs_faults_create();
@@ -22,6 +24,18 @@ pub(crate) enum FaultPoint {
     CstsFatal = 1,
     /// `fail_mdts`: Identify Controller says MDTS 255, a transfer size no shift can express.
     Mdts = 2,
+    /// `fail_unique_completion`: an I/O completion comes twice more, as a duplicate and with
+    /// another command identifier generation; each copy must be ignored.
+    UniqueCompletion = 3,
+    /// `fail_io_interrupt`: an I/O queue's interrupt is ignored, as if lost; a timeout handler
+    /// must find the completions with a poll of its own.
+    IoInterrupt = 4,
+    /// `fail_prompt_cancel`: a controller declared dead has its requests cancelled four seconds
+    /// later, so that other timeout handlers find it dead with their requests still in flight.
+    PromptCancel = 5,
+    /// `fail_admin_completion`: a submitted admin command's completion is not looked for, so
+    /// that the command times out (`interval` N and `times` 1: the Nth command).
+    AdminCompletion = 6,
 }
 
 impl FaultPoint {

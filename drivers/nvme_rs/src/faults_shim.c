@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * nvme_rs's fault injection points (Documentation/fault-injection/): what a hostile or dying
- * controller could hand the driver and QEMU's cannot, each a fault_attr under
+ * controller could do to the driver and QEMU's does not, each a fault_attr under
  * /sys/kernel/debug/nvme_rs/. DECLARE_FAULT_ATTR is a macro; faults.rs decides what fails.
  * Without CONFIG_FAULT_INJECTION_DEBUG_FS nothing is created and nothing fails.
  */
@@ -15,6 +15,10 @@
 static DECLARE_FAULT_ATTR(fail_mmio_read);
 static DECLARE_FAULT_ATTR(fail_csts_fatal);
 static DECLARE_FAULT_ATTR(fail_mdts);
+static DECLARE_FAULT_ATTR(fail_unique_completion);
+static DECLARE_FAULT_ATTR(fail_io_interrupt);
+static DECLARE_FAULT_ATTR(fail_prompt_cancel);
+static DECLARE_FAULT_ATTR(fail_admin_completion);
 
 static struct {
 	const char *name;
@@ -23,6 +27,10 @@ static struct {
 	{ "fail_mmio_read", &fail_mmio_read },
 	{ "fail_csts_fatal", &fail_csts_fatal },
 	{ "fail_mdts", &fail_mdts },
+	{ "fail_unique_completion", &fail_unique_completion },
+	{ "fail_io_interrupt", &fail_io_interrupt },
+	{ "fail_prompt_cancel", &fail_prompt_cancel },
+	{ "fail_admin_completion", &fail_admin_completion },
 };
 
 static struct dentry *nvme_rs_fault_dir;

@@ -29,7 +29,9 @@ use crate::command::{
 };
 use crate::compat::{self, irqreturn, param};
 use crate::controller::{Controller, MAX_IO_QUEUES};
+use crate::counters::{bump, bump_by, QueueCounters};
 use crate::dma_local::{Attrs, Direction, DmaAddress, Gfp, Mapping, PoolBlock};
+use crate::faults::FaultPoint;
 use crate::namespace::Namespace;
 use crate::prp::{self, MAX_SEGMENTS};
 use crate::queue::{doorbells, CompletionQueue, SubmissionQueue};
@@ -226,17 +228,8 @@ pub(crate) struct IoQueue<'a> {
     /// which costs it less than a PRP per page (`usize::MAX`: only those that PRPs cannot
     /// describe); `None` when the controller has no SGLs.
     sgl_threshold: Option<usize>,
-    /// Read and write commands sent with PRPs, with SGLs, and with FUA. Written only under the
-    /// `sq` lock, so a load and a store count exactly, with no locked instruction per I/O.
-    prp_commands: AtomicU64,
-    sgl_commands: AtomicU64,
-    fua_commands: AtomicU64,
-    /// Dataset Management commands sent, and their ranges; counted as the ones above.
-    dsm_commands: AtomicU64,
-    dsm_ranges: AtomicU64,
-    /// Completions that named no request of that generation in flight (see
-    /// [`IoQueue::valid_request`]).
-    ignored_completions: AtomicU64,
+    /// What it sent and ignored, also shown in debugfs.
+    counts: Arc<QueueCounters>,
     /// The MSI-X/MSI vector its completions interrupt on, and its Linux IRQ.
     vector: u16,
     irq: u32,
@@ -275,12 +268,7 @@ impl<'a> IoQueue<'a> {
                 poll_lock <- new_mutex!((), "nvme_rs:poll"),
                 tags: AtomicPtr::new(core::ptr::null_mut()),
                 sgl_threshold,
-                prp_commands: AtomicU64::new(0),
-                sgl_commands: AtomicU64::new(0),
-                fua_commands: AtomicU64::new(0),
-                dsm_commands: AtomicU64::new(0),
-                dsm_ranges: AtomicU64::new(0),
-                ignored_completions: AtomicU64::new(0),
+                counts: QueueCounters::new()?,
                 vector,
                 irq,
                 irq_requested: AtomicBool::new(false),
@@ -326,42 +314,28 @@ impl<'a> IoQueue<'a> {
     }
 
     /// Counts `queued`, a command queued with `pointer`. Called under the `sq` lock: the
-    /// counters' one writer, so a load and a store count exactly.
+    /// counters' one writer.
     fn count_queued(&self, queued: &Command, pointer: DataPointer) {
-        let add = |counter: &AtomicU64, n: u64| {
-            counter.store(counter.load(Ordering::Relaxed) + n, Ordering::Relaxed);
-        };
-        let bump = |counter: &AtomicU64| add(counter, 1);
+        let counts = &*self.counts;
         match pointer {
-            DataPointer::Prps => bump(&self.prp_commands),
-            DataPointer::Sgl => bump(&self.sgl_commands),
+            DataPointer::Prps => bump(&counts.prp_commands),
+            DataPointer::Sgl => bump(&counts.sgl_commands),
             DataPointer::None => {
                 if let Some(ranges) = queued.dsm_ranges() {
-                    bump(&self.dsm_commands);
-                    add(&self.dsm_ranges, u64::from(ranges));
+                    bump(&counts.dsm_commands);
+                    bump_by(&counts.dsm_ranges, u64::from(ranges));
                 }
                 return;
             }
         }
         if queued.is_fua() {
-            bump(&self.fua_commands);
+            bump(&counts.fua_commands);
         }
     }
 
-    /// How many read, write and dataset management commands went out, by kind.
-    pub(crate) fn sent_counts(&self) -> SentCounts {
-        SentCounts {
-            prps: self.prp_commands.load(Ordering::Relaxed),
-            sgls: self.sgl_commands.load(Ordering::Relaxed),
-            fua: self.fua_commands.load(Ordering::Relaxed),
-            dsm: self.dsm_commands.load(Ordering::Relaxed),
-            dsm_ranges: self.dsm_ranges.load(Ordering::Relaxed),
-        }
-    }
-
-    /// Completions ignored: stale, duplicated or naming no command.
-    pub(crate) fn ignored_completions(&self) -> u64 {
-        self.ignored_completions.load(Ordering::Relaxed)
+    /// What it sent and ignored.
+    pub(crate) fn counts(&self) -> &Arc<QueueCounters> {
+        &self.counts
     }
 
     /// The request completion `cid` names, if the controller may complete it now: a request of
@@ -389,7 +363,10 @@ impl<'a> IoQueue<'a> {
                 && !pdu.device_done.load(Ordering::Acquire)
         });
         if valid.is_none() {
-            let ignored = self.ignored_completions.fetch_add(1, Ordering::Relaxed);
+            let ignored = self
+                .counts
+                .ignored_completions
+                .fetch_add(1, Ordering::Relaxed);
             // A device that floods them gets a few lines, then only the count at removal.
             if ignored < 8 {
                 dev_warn!(
@@ -502,7 +479,7 @@ impl<'a> IoQueue<'a> {
                 if tags.is_null() {
                     continue;
                 }
-                let duplicates = self.ctrl.take_injected_duplicate();
+                let duplicates = FaultPoint::UniqueCompletion.fails();
                 // SAFETY: `tags` are this queue's blk-mq tags (type invariant).
                 let Some(rq) = (unsafe { self.valid_request(tags, done.cid) }) else {
                     continue;
@@ -516,7 +493,7 @@ impl<'a> IoQueue<'a> {
                 // the handler never run at once, and the cancelling only after both stopped.
                 pdu.device_done.store(true, Ordering::Release);
                 if duplicates {
-                    // Test only: the same completion again, and once with another generation.
+                    // Injected: the same completion again, and once with another generation.
                     for cid in [done.cid, done.cid ^ (1 << CID_TAG_BITS)] {
                         // SAFETY: As above.
                         if unsafe { self.valid_request(tags, cid) }.is_some() {
@@ -565,8 +542,8 @@ impl PinnedDrop for IoQueue<'_> {
 unsafe extern "C" fn nvme_rs_irq(_irq: c_int, cookie: *mut c_void) -> bindings::irqreturn_t {
     // SAFETY: By the function's safety requirement.
     let queue = unsafe { &*cookie.cast::<IoQueue<'_>>() };
-    if queue.ctrl.losing_interrupts() {
-        // Test only: as if this interrupt had been lost.
+    if FaultPoint::IoInterrupt.fails() {
+        // As if this interrupt had been lost.
         return irqreturn::IRQ_HANDLED;
     }
     // SAFETY: The queue's interrupt handler.
@@ -892,31 +869,6 @@ fn submit<'a>(
         dev_warn!(queue.ctrl.pdev, "QID {} doorbell write failed\n", queue.qid);
     }
     Ok(())
-}
-
-/// Read and write commands sent: with PRPs, with SGLs (the two add up to all), and with FUA; and
-/// Dataset Management commands sent, and their ranges.
-#[derive(Clone, Copy, Default)]
-pub(crate) struct SentCounts {
-    pub(crate) prps: u64,
-    pub(crate) sgls: u64,
-    pub(crate) fua: u64,
-    pub(crate) dsm: u64,
-    pub(crate) dsm_ranges: u64,
-}
-
-impl core::ops::Add for SentCounts {
-    type Output = Self;
-
-    fn add(self, other: Self) -> Self {
-        Self {
-            prps: self.prps + other.prps,
-            sgls: self.sgls + other.sgls,
-            fua: self.fua + other.fua,
-            dsm: self.dsm + other.dsm,
-            dsm_ranges: self.dsm_ranges + other.dsm_ranges,
-        }
-    }
 }
 
 /// How a command points the controller at its data.
@@ -1254,6 +1206,7 @@ fn handle_timeout(queue: &IoQueue<'_>, rq: &Request<Pdu<'_>>) -> TimeoutAction {
             rq.tag(),
             queue.qid
         );
+        ctrl.counters.dead_timeouts.fetch_add(1, Ordering::Relaxed);
         ctrl.kill();
         return TimeoutAction::Done;
     }
@@ -1290,7 +1243,6 @@ fn handle_timeout(queue: &IoQueue<'_>, rq: &Request<Pdu<'_>>) -> TimeoutAction {
     // SAFETY: Only the atomics are read while the request may still complete elsewhere.
     let pdu = unsafe { &*rq.pdu() };
     let posted_before = pdu.device_done.load(Ordering::Acquire);
-    ctrl.stop_losing_interrupts();
     // A completion whose interrupt was lost.
     queue.poll_completions();
     // Ended by that poll, the interrupt handler or the cancelling (a batch completion goes straight
@@ -1303,6 +1255,9 @@ fn handle_timeout(queue: &IoQueue<'_>, rq: &Request<Pdu<'_>>) -> TimeoutAction {
                 rq.tag(),
                 queue.qid
             );
+            ctrl.counters
+                .polled_timeouts
+                .fetch_add(1, Ordering::Relaxed);
         }
         return TimeoutAction::Done;
     }
@@ -1373,6 +1328,7 @@ fn handle_timeout(queue: &IoQueue<'_>, rq: &Request<Pdu<'_>>) -> TimeoutAction {
         rq.tag(),
         queue.qid
     );
+    ctrl.counters.timeout_resets.fetch_add(1, Ordering::Relaxed);
     reset_after_timeout(ctrl, resets)
 }
 

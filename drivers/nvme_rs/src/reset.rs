@@ -10,6 +10,8 @@
 //! sysfs), from a timeout handler (through [`Controller::reset`]) and from system sleep; the
 //! controller's reset lock serialises them.
 
+use core::sync::atomic::Ordering;
+
 use kernel::{bindings, prelude::*};
 
 use crate::controller::Controller;
@@ -38,6 +40,7 @@ pub(crate) fn reset(ctrl: &Controller<'_>, unless_since: Option<u32>) -> Result 
         return Err(EBUSY);
     }
     dev_warn!(ctrl.pdev, "resetting controller\n");
+    ctrl.counters.resets.fetch_add(1, Ordering::Relaxed);
     stop_locked(ctrl, Stop::Disable)?;
     start_locked(ctrl)
 }
@@ -107,6 +110,9 @@ fn stop_locked(ctrl: &Controller<'_>, how: Stop) -> Result {
         "reset: {} commands in flight sent again\n",
         requeued
     );
+    ctrl.counters
+        .requeued_commands
+        .fetch_add(requeued as u64, Ordering::Relaxed);
     Ok(())
 }
 

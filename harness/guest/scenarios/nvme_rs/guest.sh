@@ -41,12 +41,6 @@ check ns1-untouched blkio verify /dev/rsnvme0n1 0x5eed 256
 
 # reload [PARAMS]: nvme_rs again, with module parameters.
 reload() { rmmod nvme_rs && insmod /modules/nvme_rs.ko "$@" && wait_for 20 test -b /dev/rsnvme0n2; }
-# sent '\1|\2|\3|\4|\5': what the driver sent before its last removal: read/write commands with
-# PRPs|SGLs|FUA, dataset management commands|their ranges.
-sent() {
-    dmesg | sed -n "s/.*nvme_rs.*removing; read\/write commands sent: \([0-9]*\) with PRPs, \([0-9]*\) with SGLs, \([0-9]*\) with FUA; dataset management commands sent: \([0-9]*\) with \([0-9]*\) ranges/$1/p" |
-        tail -n 1
-}
 
 # Durable writes (O_DSYNC) to a disk with a volatile write cache go out as FUA writes, as with the
 # C driver, each write followed by the flush O_DSYNC asks for; without FUA the block layer adds a
@@ -60,9 +54,9 @@ rs_flushes=$(($(flushes rsnvme0n1) - rs_flushes)) c_flushes=$(($(flushes "$c1") 
 diag "dsync_flushes rs=$rs_flushes c=$c_flushes"
 check dsync-flushes-as-c test "$rs_flushes" -le "$c_flushes"
 check dsync-verify blkio verify /dev/rsnvme0n1 0xd5 16 300
+diag "dsync_fua_commands=$(nvme_rs_counter fua_commands)"
+check dsync-writes-fua test "$(nvme_rs_counter fua_commands)" -ge 16
 check reload-after-dsync reload
-diag "dsync_fua_commands=$(sent '\3')"
-check dsync-writes-fua test "$(sent '\3')" -ge 16
 
 # Write Zeroes in the middle of that range (a hole punched: no fallback to writing zero pages, so
 # it fails unless the driver's command does it): it reads back as zeroes, the data around it stays.
@@ -74,14 +68,15 @@ check data-after-zeroes blkio verify /dev/rsnvme0n1 0xd5 6 310
 check reload-sgls-always reload sgl_threshold=512
 check verify-via-sgls blkio verify /dev/rsnvme0n1 0x5eed 256
 check write-via-sgls blkio fill /dev/rsnvme0n2 0x3333 64
+diag "sgl_phase_sgl_commands=$(nvme_rs_counter sgl_commands)"
+check sgl-phase-used-sgls test "$(nvme_rs_counter sgl_commands)" -gt 0
 check reload-prps-only reload sgl_threshold=0
-diag "sgl_phase_sgl_commands=$(sent '\2')"
-check sgl-phase-used-sgls test "$(sent '\2')" -gt 0
 check verify-via-prps blkio verify /dev/rsnvme0n1 0x5eed 256
 check verify-sgl-written-via-prps blkio verify /dev/rsnvme0n2 0x3333 64
+prp_phase_sgls=$(nvme_rs_counter sgl_commands) prp_phase_prps=$(nvme_rs_counter prp_commands)
+diag "prp_phase_sgl_commands=$prp_phase_sgls prp_phase_prp_commands=$prp_phase_prps"
+check prp-phase-used-only-prps test "$prp_phase_sgls" -eq 0 -a "$prp_phase_prps" -gt 0
 check reload-default reload
-diag "prp_phase_sgl_commands=$(sent '\2') prp_phase_prp_commands=$(sent '\1')"
-check prp-phase-used-only-prps test "$(sent '\2')" -eq 0 -a "$(sent '\1')" -gt 0
 
 # Queue depth (io_queue_depth, 1024 by default as in the C driver): the smallest queue, one
 # command in flight at a time, moves the same bytes; a depth out of range fails the probe, saying
@@ -104,9 +99,9 @@ check reload-default-depth reload
 # even where the threshold would have PRPs (sgl_threshold=0). The C driver's disk moves the same.
 check reload-prps-preferred reload sgl_threshold=0
 check gapped-io blkio gapped /dev/rsnvme0n1 0x9a 8 131072
+diag "gapped_phase_sgl_commands=$(nvme_rs_counter sgl_commands)"
+check gapped-io-one-sgl-each-way test "$(nvme_rs_counter sgl_commands)" = 2
 check reload-after-gapped-io reload
-diag "gapped_phase_sgl_commands=$(sent '\2')"
-check gapped-io-one-sgl-each-way test "$(sent '\2')" = 2
 check c-gapped-io blkio gapped /dev/$c1 0x9a 8 131072
 
 # Four writers at once, then four readers at once, on separate 32 MiB regions.
@@ -162,9 +157,10 @@ for who in rs c; do
     check "atomic-write-$who" blkio atomic /dev/$disk 0xa7 512 2049
     check "larger-atomic-write-refused-$who" sh -c "blkio atomic /dev/$disk 0xa7 1024 2050 | grep -q errno=EINVAL"
 done
+dsm_commands=$(nvme_rs_counter dsm_commands) dsm_ranges=$(nvme_rs_counter dsm_ranges)
+diag "dsm_commands=$dsm_commands dsm_ranges=$dsm_ranges"
+check discard-of-two-ranges test "$dsm_commands" = 2 -a "$dsm_ranges" = 3
 check reload-after-discards reload
-diag "dsm_commands=$(sent '\4') dsm_ranges=$(sent '\5')"
-check discard-of-two-ranges test "$(sent '\4')" = 2 -a "$(sent '\5')" = 3
 
 # Discard the whole namespace, then a file system on it.
 check discard blkdiscard /dev/rsnvme0n2

@@ -1,9 +1,9 @@
 # shellcheck shell=sh
-# test_lost_admin_completion=N: the Nth admin command of the controller (probe's, then removal's)
-# is not answered, so it times out (admin_timeout, 1 s). The driver disables the controller before
-# it frees what the command points to; the probe fails, or the removal completes, with nothing
-# left behind. The Asynchronous Event Request (number ASYNC_EVENT_REQUEST) is skipped: it is
-# answered only at an event.
+# nvme_rs's fault injection point fail_admin_completion, at interval N, once: the Nth admin command
+# of the controller (probe's, then removal's) is not answered, so it times out (admin_timeout, 1 s).
+# The driver disables the controller before it frees what the command points to; the probe fails,
+# or the removal completes, with nothing left behind. The Asynchronous Event Request (number
+# ASYNC_EVENT_REQUEST) is skipped: it is answered only at an event.
 no_disk_of() { ! disk_of "$1" >/dev/null; }
 n=1
 while [ $n -le $ADMIN_COMMANDS ]; do
@@ -11,7 +11,11 @@ while [ $n -le $ADMIN_COMMANDS ]; do
         n=$((n + 1))
         continue
     fi
-    insmod /modules/nvme_rs.ko admin_timeout=1 test_lost_admin_completion=$n
+    # Bound again once the fault is set, so that its count starts at the probe.
+    insmod /modules/nvme_rs.ko admin_timeout=1 &&
+        echo $RS_PCI >/sys/bus/pci/drivers/nvme_rs/unbind &&
+        fault_on /sys/kernel/debug/nvme_rs/fail_admin_completion 1 $n &&
+        echo $RS_PCI >/sys/bus/pci/drivers/nvme_rs/bind
     if pci_bound $RS_PCI; then
         check "lost-admin-$n-bound-with-disk" disk_of $RS_PCI
     else

@@ -9,13 +9,6 @@ check c-disk wait_for 20 disk_of "$C_PCI"
 c_disk=$(disk_of "$C_PCI")
 faults=/sys/kernel/debug/nvme_rs
 
-# fault_on POINT [TIMES]: POINT fails every time it is reached, TIMES times (default: unlimited).
-fault_on() {
-    echo 0 >"$faults/$1/verbose"
-    echo 100 >"$faults/$1/probability"
-    echo "${2:--1}" >"$faults/$1/times"
-}
-fault_off() { echo 0 >"$faults/$1/probability"; }
 rs_bind() { echo "$RS_PCI" >/sys/bus/pci/drivers/nvme_rs/bind; }
 rs_unbind() { echo "$RS_PCI" >/sys/bus/pci/drivers/nvme_rs/unbind; }
 rs_rebind() { rs_unbind && rs_bind; }
@@ -32,10 +25,10 @@ logged() { dmesg | grep -q "$1"; }
 # (a panic with the kernel's overflow checks) or wrap to a zero transfer size; the limit is then
 # the driver's own, as C's check_shl_overflow leaves it.
 check unbind-for-mdts rs_unbind
-fault_on fail_mdts 1
+fault_on $faults/fail_mdts 1
 check probe-with-mdts-255 rs_bind
 check mdts-fault-reached test "$(cat $faults/fail_mdts/times)" = 0
-fault_off fail_mdts
+fault_off $faults/fail_mdts
 check mdts-disk wait_for 20 test -b /dev/rsnvme0n1
 max_kb=$(cat /sys/block/rsnvme0n1/queue/max_hw_sectors_kb)
 diag "max_hw_sectors_kb with MDTS 255: $max_kb"
@@ -84,23 +77,23 @@ check c-works-after-dark wait_for 20 c_works 12
 # reset sends the command again and it completes with the right data once the throttle lifts.
 echo 2000 >/sys/block/rsnvme0n1/queue/io_timeout
 request throttle
-fault_on fail_csts_fatal 1
+fault_on $faults/fail_csts_fatal 1
 (blkio verify /dev/rsnvme0n1 12 1 >/tmp/stuck.out 2>&1; echo $? >/tmp/stuck.rc) &
 stuck=$!
 check fatal-status-resets wait_for 30 logged 'nvme_rs.*controller fatal status (CSTS 0x3), resetting'
 check fatal-status-sent-again wait_for 30 logged 'nvme_rs.*reset: [1-9][0-9]* commands in flight sent again'
 request unthrottle
 wait $stuck
-fault_off fail_csts_fatal
+fault_off $faults/fail_csts_fatal
 check stuck-read-completes sh -c 'cat /tmp/stuck.out; test "$(cat /tmp/stuck.rc)" = 0'
 check works-after-fatal-status rs_works 13
 
 # Every register reads all ones (a device gone from the bus) when a reset begins: the reset cannot
 # stop the controller, turns bus mastering off, says so, and gives the controller up; unbound and
 # bound again once the device reads true, the driver works.
-fault_on fail_mmio_read
+fault_on $faults/fail_mmio_read
 check reset-on-dark-device sh -c '! echo 1 >/sys/class/misc/rsnvme0/reset_controller'
-fault_off fail_mmio_read
+fault_off $faults/fail_mmio_read
 check said-not-stopped logged 'nvme_rs.*controller did not stop (.*): bus mastering off'
 check bus-master-off not_bus_master "$RS_PCI"
 check unbind-given-up rs_unbind

@@ -129,7 +129,7 @@ resets_under_io() {
 }
 check resets-under-io resets_under_io $RS /sys/class/misc/rsnvme0/reset_controller /dev/rsnvme0n1 /dev/rsnvme0n2
 rs_seed=$((0x7e00 + $(cat /tmp/last_pass)))
-diag "resets=$(dmesg | grep -c 'nvme_rs.*resetting controller')"
+diag "resets=$(nvme_rs_total resets)"
 check c-resets-under-io resets_under_io "$C" "/sys/class/nvme/${C#/dev/}/reset_controller" "$(c_disk 1)" "$(c_disk 2)"
 check nvme-cli-after-resets nvme_as_c id_ctrl_after_resets id-ctrl
 
@@ -156,7 +156,7 @@ requeued_read() {
 # (Debian's kernels have no FAIL_IO_TIMEOUT: there the test says so.)
 if [ -d /sys/kernel/debug/fail_io_timeout ]; then
     check requeued-read requeued_read $RS /dev/rsnvme0n1 $rs_seed
-    diag "requeued=$(dmesg | sed -n 's/.*nvme_rs.*reset: \([0-9]*\) commands in flight sent again/\1/p' | awk '{ n += $1 } END { print n + 0 }')"
+    diag "requeued=$(nvme_rs_total requeued_commands)"
     c_seed=$((0x7e00 + $(cat /tmp/last_pass)))
     check c-requeued-read requeued_read "$C" "$(c_disk 1)" $c_seed
 else
@@ -177,7 +177,7 @@ sleep_under_io() {
 }
 check sleep-under-io sleep_under_io
 rs_seed=$((0x7e00 + $(cat /tmp/last_pass)))
-diag "resumed=$(dmesg | grep -c 'nvme_rs.*: resumed')"
+diag "resumed=$(nvme_rs_total resumes)"
 check nvme-cli-after-sleep nvme_as_c id_ctrl_after_sleep id-ctrl
 
 # I/O passthrough on a controller's device (the deprecated NVME_IOCTL_IO_CMD there, which goes to

@@ -9,6 +9,8 @@ check c-pattern-write blkio fill /dev/$c1 0x5eed 16
 
 # reload [PARAMS]: nvme_rs again, with module parameters.
 reload() { rmmod nvme_rs && insmod /modules/nvme_rs.ko "$@" && wait_for 20 test -b /dev/rsnvme0n2; }
+# nvme_rs's fault injection points (fault_on, fault_off).
+faults=/sys/kernel/debug/nvme_rs
 
 # A lost completion (fault injection): the timeout handler ends the request with an error, and the
 # disk keeps working.
@@ -22,29 +24,38 @@ echo 0 >/sys/block/rsnvme0n1/io-timeout-fail
 check timeout-handled sh -c 'dmesg | grep -q "nvme_rs.*timed out"'
 check io-after-timeout blkio verify /dev/rsnvme0n1 101 32
 
-# Stale and duplicated completions (a test-only injection point: each of the first 4 completions
-# after the load comes twice more, as it was and with another command id generation): every copy
-# is ignored and counted, none is taken, and the data is right.
-check reload-injecting-duplicates reload test_duplicate_completions=4
+# Stale and duplicated completions (fail_unique_completion, 4 times: each of the next 4
+# completions comes twice more, as it was and with another command id generation): every copy is
+# ignored and counted, none is taken, and the data is right.
+check reload-before-duplicates reload
+fault_on $faults/fail_unique_completion 4
 check io-with-duplicates blkio verify /dev/rsnvme0n1 101 32
-check duplicates-ignored sh -c 'test "$(dmesg | grep -c "nvme_rs.*ignored completion")" -eq 8'
+check every-duplicate-injected test "$(cat $faults/fail_unique_completion/times)" = 0
+fault_off $faults/fail_unique_completion
+diag "ignored_completions=$(nvme_rs_counter ignored_completions)"
+check duplicates-ignored test "$(nvme_rs_counter ignored_completions)" -eq 8
 check no-injected-completion-taken sh -c '! dmesg | grep -q "injected bad completion"'
 check reload-after-duplicates reload
-check duplicates-counted sh -c 'dmesg | grep -q "nvme_rs.* 8 completions ignored"'
 
-# Lost interrupts (test-only: the driver ignores its I/O interrupts until the first timeout, that of
-# a read of the probe's partition scan): the timeout handler finds the completions with its own
-# poll and ends each request once, and the disk works. The completion is taken before the
-# handler's check here, after it in the fault injection above.
-check reload-losing-interrupts reload test_lose_interrupts=1 io_timeout=2
-check lost-interrupt-polled sh -c 'dmesg | grep -q "nvme_rs.*timed out, completion polled"'
+# Lost interrupts (fail_io_interrupt: the driver ignores its I/O interrupts while a read runs): the
+# timeout handler finds the completions with its own poll and ends each request once, the read
+# gets the right data, and the disk works. The completion is taken before the handler's check
+# here, after it in the lost completion above.
+check reload-with-short-timeouts reload io_timeout=2
+fault_on $faults/fail_io_interrupt
+check io-losing-interrupts blkio verify /dev/rsnvme0n1 101 1
+fault_off $faults/fail_io_interrupt
+check lost-interrupt-polled test "$(nvme_rs_counter polled_timeouts)" -ge 1
 check io-after-lost-interrupt blkio verify /dev/rsnvme0n1 101 32
 check reload-after-lost-interrupt reload
 
-# timeout_resets: how many times a timeout handler has reset the controller so far.
-timeout_resets() { dmesg | grep -c 'nvme_rs.*timed out again, resetting the controller'; }
-# until_timeout_resets N [SECONDS]: waits (60 s at most) until more than N.
-until_timeout_resets() { wait_for "${2:-60}" sh -c "test \$(dmesg | grep -c 'nvme_rs.*timed out again, resetting the controller') -gt $1"; }
+# timeout_resets: how many times a timeout handler has reset the controller since its probe (0
+# before the probe made its counters).
+timeout_resets() { nvme_rs_counter timeout_resets 2>/dev/null || echo 0; }
+# more_timeout_resets N: whether there were more than N.
+more_timeout_resets() { test "$(timeout_resets)" -gt "$1"; }
+# until_timeout_resets N [SECONDS]: waits (60 s at most) until there were more than N.
+until_timeout_resets() { wait_for "${2:-60}" more_timeout_resets "$1"; }
 
 # A command the controller keeps past the timeout, which Abort cannot end (QEMU's never does): the
 # host throttles the namespace to a byte a second. As the C driver does, nvme_rs aborts it, gives it
@@ -60,20 +71,21 @@ check stuck-io-resets until_timeout_resets "$resets"
 request unthrottle
 wait $stuck
 check stuck-read-completes-after-reset sh -c 'cat /tmp/stuck.out; test "$(cat /tmp/stuck.rc)" = 0'
-check sent-again-by-reset sh -c 'dmesg | grep -q "nvme_rs.*reset: [1-9][0-9]* commands in flight sent again"'
+check sent-again-by-reset test "$(nvme_rs_counter requeued_commands)" -gt 0
 check other-namespace-after-reset sh -c 'blkio fill /dev/rsnvme0n2 202 8 && blkio verify /dev/rsnvme0n2 202 8'
 check io-after-reset blkio verify /dev/rsnvme0n1 101 32
 
 # Both namespaces' commands kept at once while the controller is unbound, the second disk's timeout
 # due a second after the first's (blk-mq rounds them up to the second). Removal lets no timeout
 # reset the controller: the first handler to time out twice declares it dead and
-# (test_kill_delay) waits 4 s before it cancels, so that the second disk's handler finds its
+# (fail_prompt_cancel, once) waits 4 s before it cancels, so that the second disk's handler finds its
 # request in flight on a dead controller: it must leave it to the cancelling, which ends every
 # request once. (Due together, the two disks' handlers could both start before either declared the
 # controller dead, and once did on the KASAN kernel.)
-check reload-delaying-kills reload test_kill_delay=4000
+fault_on $faults/fail_prompt_cancel 1
 echo 1000 >/sys/block/rsnvme0n1/queue/io_timeout
 echo 2000 >/sys/block/rsnvme0n2/queue/io_timeout
+# What happens during the removal is in the kernel log: the counters go with the device.
 controller_resets=$(dmesg | grep -c 'nvme_rs.*resetting controller')
 request throttle-both
 for n in 1 2; do
@@ -84,6 +96,7 @@ check remove-with-both-stuck sh -c "echo $RS_PCI >/sys/bus/pci/drivers/nvme_rs/u
 wait
 check both-stuck-reads-fail sh -c 'test "$(cat /tmp/stuck1.rc)" != 0 -a "$(cat /tmp/stuck2.rc)" != 0'
 check both-timeouts-handled sh -c 'test "$(dmesg | grep -c "nvme_rs.*timed out on a dead controller")" -ge 1'
+check cancel-delayed test "$(cat $faults/fail_prompt_cancel/times)" = 0
 check no-reset-while-removing test "$(dmesg | grep -c 'nvme_rs.*resetting controller')" = "$controller_resets"
 request unthrottle-both
 check bind-after-two-timeouts sh -c "echo $RS_PCI >/sys/bus/pci/drivers/nvme_rs/bind"
