@@ -4,9 +4,10 @@
 #
 #   scripts/dkms.sh add DRIVER_DIR     prints NAME/VERSION; then: dkms install NAME/VERSION -k RELEASE
 #
-# DKMS copies what it is given to /usr/src/NAME-VERSION. This stages only what a build needs: the
-# driver's sources under drivers/NAME/, its dkms.conf at the top, and the build files its Makefile
-# includes from scripts/. An earlier NAME/VERSION is removed from DKMS first.
+# DKMS copies what it is given to /usr/src/NAME-VERSION. A driver's directory builds alone (its
+# scripts/ holds the build files its Makefile includes), so this stages the directory's sources
+# only, without what an earlier build left there. An earlier NAME/VERSION is removed from DKMS
+# first.
 set -euo pipefail
 
 die() {
@@ -18,21 +19,18 @@ if [ "${1:-}" != add ] || [ $# -ne 2 ]; then
 	die "usage: scripts/dkms.sh add DRIVER_DIR"
 fi
 dir=$(cd "$2" && pwd) || die "$2: no such directory"
-top=$(cd "$(dirname "$0")/.." && pwd)
 [ -f "$dir/dkms.conf" ] || die "$dir has no dkms.conf"
 command -v dkms >/dev/null || die "dkms is not installed (Debian: apt install dkms)"
 # shellcheck disable=SC1091  # the driver's own dkms.conf, a shell fragment by DKMS's definition
 package=$(set +u && . "$dir/dkms.conf" && echo "$PACKAGE_NAME/$PACKAGE_VERSION")
-name=${package%/*}
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
-mkdir -p "$stage/drivers/$name/src" "$stage/scripts"
-cp "$dir/dkms.conf" "$stage/"
-cp "$dir/Kbuild" "$dir/Makefile" "$stage/drivers/$name/"
+mkdir -p "$stage/src" "$stage/scripts"
+cp "$dir/dkms.conf" "$dir/Kbuild" "$dir/Makefile" "$stage/"
+cp "$dir"/scripts/* "$stage/scripts/"
 find "$dir/src" -maxdepth 1 -type f \( -name '*.rs' -o -name '*.c' -o -name '*.h' \) \
-	-exec cp {} "$stage/drivers/$name/src/" \;
-cp "$top"/scripts/*.mk "$top/scripts/prepare-headers.sh" "$stage/scripts/"
+	-exec cp {} "$stage/src/" \;
 
 if dkms status "$package" | grep -q .; then
 	dkms remove "$package" --all >&2

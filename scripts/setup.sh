@@ -290,7 +290,7 @@ step_debian_kernel() {
 step_debian_headers() {
 	local name=$1 release
 	release=$(debian_kernel_field "$name" release)
-	"$ROOT/scripts/debian-chroot.sh" "$name" "$ROOT/scripts/prepare-headers.sh" "/lib/modules/$release/build" >/dev/null
+	"$ROOT/scripts/debian-chroot.sh" "$name" "$ROOT/template/scripts/prepare-headers.sh" "/lib/modules/$release/build" >/dev/null
 }
 
 # The chroot and the kernel image of each of Debian's kernels.

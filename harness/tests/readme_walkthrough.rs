@@ -1,9 +1,9 @@
 //! The README's "Write your own driver" commands, taken from the README and run as written, in one
 //! shell, with the caller's environment (a rustup toolchain ahead of the kernel's in `PATH`, as on a
 //! developer's machine), in a copy of the checkout's layout whose `drivers/` is empty: they generate
-//! `drivers/my_driver` from the template and build `my_driver.ko` against the project's kernel, and
-//! the driver's DMA wrapper is the template's, byte for byte. A README whose walkthrough fails fails
-//! here.
+//! `drivers/my_driver` from the template and build `my_driver.ko` against the project's kernel, in
+//! place and copied out of the project, and the driver's vendored files are the template's, byte
+//! for byte. A README whose walkthrough fails fails here.
 
 use std::{fs, path::Path, process::Command};
 
@@ -34,6 +34,9 @@ fn readme_write_your_own_driver_works_as_written() {
     // The checkout, but for its drivers, through symbolic links.
     let top = env.root.join("runs/readme-walkthrough");
     let _ = fs::remove_dir_all(&top);
+    // Where the walkthrough copies the driver to: beside the checkout's copy.
+    let copied = env.root.join("runs/my_driver");
+    let _ = fs::remove_dir_all(&copied);
     fs::create_dir_all(top.join("drivers")).expect("a directory under runs/");
     for entry in fs::read_dir(&env.root).expect("the checkout") {
         let name = entry.expect("an entry").file_name();
@@ -62,6 +65,11 @@ fn readme_write_your_own_driver_works_as_written() {
         driver.join("my_driver.ko").is_file(),
         "no my_driver.ko in {}",
         driver.display()
+    );
+    assert!(
+        copied.join("my_driver.ko").is_file(),
+        "no my_driver.ko in the copy, {}",
+        copied.display()
     );
     for rel in harness::VENDORED.iter() {
         let template = fs::read(Path::new(&env.root).join("template").join(rel)).ok();

@@ -153,8 +153,17 @@ pub(crate) fn update(opts: &Options) -> Result<i32> {
     for dir in &selected {
         for file in VENDORED.iter() {
             let path = opts.root.join(dir).join(file);
-            let ours = read_file(&path)?;
             let theirs = &template[*file];
+            // A file the template gained since the copy was made: the copy gets it.
+            if !path.exists() {
+                plan.push((
+                    dir.clone(),
+                    file.to_string(),
+                    Action::Write(theirs.clone(), false),
+                ));
+                continue;
+            }
+            let ours = read_file(&path)?;
             // An unrecorded copy has no merge base: it is recorded as it is.
             let base = match old.copies.get(&(dir.clone(), file.to_string())) {
                 Some(r) => git(&opts.root, &["cat-file", "blob", &r.template_blob]).map_err(|_| {
@@ -206,6 +215,10 @@ pub(crate) fn update(opts: &Options) -> Result<i32> {
                 content
             }
         };
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| fail!(exit::BAD_INPUT, "cannot create {}: {e}", parent.display()))?;
+        }
         std::fs::write(&path, content)
             .map_err(|e| fail!(exit::BAD_INPUT, "cannot write {}: {e}", path.display()))?;
     }
