@@ -5,7 +5,7 @@
 //!
 //! The kernel crate's `block::mq` has no per-request driver data, per-hardware-queue data or
 //! timeout handler, which an NVMe driver cannot do without, so this driver keeps its own layer. The
-//! `blk_mq_ops` callbacks are the driver's (`io.rs`); this module only owns the C objects and reads
+//! `blk_mq_ops` callbacks are the driver's (`tagset.rs`); this module only owns the C objects and reads
 //! them. Static inline functions and macros go through `blk_shim.c`.
 
 use core::{marker::PhantomData, ptr::NonNull};

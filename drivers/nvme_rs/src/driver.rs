@@ -28,11 +28,15 @@ mod passthrough;
 mod prp;
 mod queue;
 mod regs;
+mod request;
 mod reset;
 mod scan;
 mod sgl;
 mod shadow;
+mod submit;
 mod sysfs;
+mod tagset;
+mod timeout;
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
@@ -265,9 +269,10 @@ impl<'bound> Nvme<'bound> {
             &mut nvme.io_queues,
         )?;
         ctrl.enable_shadow_doorbells(&id);
-        let tag_set = nvme
-            .tag_set
-            .insert(Arc::new(io::alloc_tag_set(&nvme.io_queues)?, GFP_KERNEL)?);
+        let tag_set = nvme.tag_set.insert(Arc::new(
+            tagset::alloc_tag_set(&nvme.io_queues)?,
+            GFP_KERNEL,
+        )?);
         ctrl.set_tag_set(tag_set.as_raw());
         io::steer_interrupts(tag_set, &nvme.io_queues)?;
         let mut queue_counters = KVec::with_capacity(nvme.io_queues.len(), GFP_KERNEL)?;
@@ -315,7 +320,7 @@ impl<'bound> Nvme<'bound> {
             tag_set: None,
             io_queues: KVec::new(),
             ctrl: Arc::pin_init(
-                Controller::new(pdev, io::cancel_all, reset::reset),
+                Controller::new(pdev, timeout::cancel_all, reset::reset),
                 GFP_KERNEL,
             )?,
             vectors: None,

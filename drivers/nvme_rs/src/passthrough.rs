@@ -28,10 +28,10 @@ use crate::command::{admin, nvm, Command, IdentifyController, UserCommand};
 use crate::controller::Controller;
 use crate::dma_local::{Coherent, Gfp};
 use crate::effects::Effects;
-use crate::io::{self, UserCompletion};
 use crate::namespace::Namespace;
 use crate::regs::PAGE_SIZE;
 use crate::scan::{NamespaceRef, NamespaceSet};
+use crate::submit::{self, UserCompletion};
 
 /// The NVMe ioctls (`linux/nvme_ioctl.h`): on the controller's device, on a namespace's disk and
 /// on its generic character device.
@@ -732,7 +732,12 @@ impl<'a> Passthrough<'a> {
                     // The request ends before this returns: a timeout ends it after the
                     // controller let go of it (abort, reset, or kill), so the buffer is not in use
                     // any more.
-                    io::execute_user_command(entry.disk(), &command, to_device, request.timeout_ms)
+                    submit::execute_user_command(
+                        entry.disk(),
+                        &command,
+                        to_device,
+                        request.timeout_ms,
+                    )
                 })?;
                 match done {
                     UserCompletion::Completed { status, result } => (status, result),

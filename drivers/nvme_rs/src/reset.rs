@@ -3,7 +3,7 @@
 //! Controller reset, as the C driver's `nvme_reset_ctrl` does it while I/O runs, in two halves
 //! that system sleep also uses ([`stop`] before, [`start`] after): dispatch stops, the controller
 //! is disabled (it forgets every queue and every command), what it completed before is completed,
-//! every other request in flight goes back to blk-mq to be sent again ([`io::requeue_all`]), then
+//! every other request in flight goes back to blk-mq to be sent again ([`timeout::requeue_all`]), then
 //! the controller is enabled with an empty admin queue, the I/O queues are created again (and the
 //! shadow doorbells offered again), and dispatch resumes. A controller that does not come back is
 //! killed: every request ends with an error. Resets come from the controller's device (ioctl,
@@ -15,7 +15,9 @@ use core::sync::atomic::Ordering;
 use kernel::{bindings, prelude::*};
 
 use crate::controller::Controller;
-use crate::io::{self, IoQueue};
+use crate::io::IoQueue;
+use crate::tagset;
+use crate::timeout;
 
 /// How [`stop`] stops the controller.
 pub(crate) enum Stop {
@@ -68,9 +70,9 @@ fn io_queues<'c, 'a>(
     ctrl: &'c Controller<'a>,
 ) -> Result<(*mut bindings::blk_mq_tag_set, &'c [Pin<KBox<IoQueue<'a>>>])> {
     let set = ctrl.tag_set().ok_or(ENODEV)?;
-    // SAFETY: The driver's tag set, made by `io::alloc_tag_set`; it and its queues outlive the
+    // SAFETY: The driver's tag set, made by `tagset::alloc_tag_set`; it and its queues outlive the
     // controller's use (the driver drops them after it stopped resetting: `set_removing`).
-    Ok((set, unsafe { io::queues_of(set) }))
+    Ok((set, unsafe { tagset::queues_of(set) }))
 }
 
 fn stop_locked(ctrl: &Controller<'_>, how: Stop) -> Result {
@@ -104,7 +106,7 @@ fn stop_locked(ctrl: &Controller<'_>, how: Stop) -> Result {
     }
     // SAFETY: The tag set is live; the controller and the interrupts are disabled, what was
     // posted is completed, and the cancel lock is held.
-    let requeued = unsafe { io::requeue_all(set) };
+    let requeued = unsafe { timeout::requeue_all(set) };
     dev_info!(
         ctrl.pdev,
         "reset: {} commands in flight sent again\n",

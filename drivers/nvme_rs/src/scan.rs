@@ -22,8 +22,8 @@ use crate::blk::{self, TagSet};
 use crate::command::{IdentifyController, IdentifyNvmController};
 use crate::controller::Controller;
 use crate::dma_local::{Coherent, Gfp};
-use crate::io;
 use crate::namespace::{self, ControllerLimits, NamespaceDisk, NamespaceHandles, Revalidated};
+use crate::tagset;
 
 /// The namespaces with a disk, by ascending NSID.
 pub(crate) struct Inventory {
@@ -155,7 +155,7 @@ impl<'a> NamespaceSet<'a> {
         }
         let noio = blk::NoIo::begin();
         inventory.disks.iter().for_each(|e| e.disk().start_freeze());
-        let timeout = io::timeout_jiffies();
+        let timeout = tagset::timeout_jiffies();
         if !inventory
             .disks
             .iter()
@@ -218,7 +218,7 @@ impl<'a> NamespaceSet<'a> {
         let mut inventory = self.inventory.lock();
         inventory.asleep = true;
         inventory.disks.iter().for_each(|e| e.disk().start_freeze());
-        let timeout = io::timeout_jiffies();
+        let timeout = tagset::timeout_jiffies();
         for entry in inventory.disks.iter() {
             if !entry.disk().wait_frozen(timeout) {
                 dev_warn!(self.ctrl.pdev, "I/O still in flight at suspend\n");
@@ -261,7 +261,7 @@ impl<'a> NamespaceSet<'a> {
         frozen: bool,
     ) -> Result {
         let limits = self.limits();
-        let timeout = io::timeout_jiffies();
+        let timeout = tagset::timeout_jiffies();
         let mut result = Ok(());
         for entry in inventory.disks.iter_mut() {
             let (namespace, disk) = (entry.namespace(), entry.disk());
