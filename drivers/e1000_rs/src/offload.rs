@@ -8,7 +8,7 @@ use kernel::prelude::*;
 use crate::desc::{ContextDesc, DataDesc, LegacyTxDesc, TxDesc};
 use crate::netdev::Features;
 use crate::regs;
-use crate::ring::Done;
+use crate::ring_common::Done;
 use crate::skb::Skb;
 
 /// What the interface offers the stack, and all this module handles: checksums of any protocol

@@ -16,7 +16,7 @@ use crate::desc::{Le16, Le64, RxDesc};
 use crate::dma_local::{self, Attrs, Coherent, Direction, DmaAddress, Gfp, Mapping};
 use crate::netdev::{Napi, NetDev};
 use crate::regs;
-use crate::ring::{CopyBuffers, Done, RingSize, ETH_HLEN};
+use crate::ring_common::{CopyBuffers, Done, RingSize, ETH_HLEN};
 use crate::skb::{RxBuffer, RxBufferLen, Skb};
 use crate::{dma_read, dma_write};
 

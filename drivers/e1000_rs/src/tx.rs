@@ -25,7 +25,7 @@ use crate::dma_local::{Attrs, Coherent, Direction, DmaAddress, Gfp, Mapping};
 use crate::dma_read;
 use crate::offload::Offload;
 use crate::regs;
-use crate::ring::{CopyBuffers, Done, RingSize};
+use crate::ring_common::{CopyBuffers, Done, RingSize};
 use crate::skb::Skb;
 
 /// The longest skb the stack hands over: 64 KiB, its segmentation limit (`GSO_LEGACY_MAX_SIZE`,
