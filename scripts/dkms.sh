@@ -26,11 +26,12 @@ package=$(set +u && . "$dir/dkms.conf" && echo "$PACKAGE_NAME/$PACKAGE_VERSION")
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
-mkdir -p "$stage/src" "$stage/scripts"
+mkdir -p "$stage/scripts"
 cp "$dir/dkms.conf" "$dir/Kbuild" "$dir/Makefile" "$stage/"
 cp "$dir"/scripts/* "$stage/scripts/"
-find "$dir/src" -maxdepth 1 -type f \( -name '*.rs' -o -name '*.c' -o -name '*.h' \) \
-	-exec cp {} "$stage/src/" \;
+# The sources, in their directories (the DMA wrapper's parts are in src/dma_local/).
+(cd "$dir" && find src -type f \( -name '*.rs' -o -name '*.c' -o -name '*.h' \) \
+	-exec cp --parents {} "$stage/" \;)
 
 if dkms status "$package" | grep -q .; then
 	dkms remove "$package" --all >&2

@@ -626,7 +626,11 @@ fn starts_a_block(word: &str) -> bool {
         .trim_start_matches(|c: char| c.is_ascii_digit())
         .starts_with(['.', ')'])
         && word.starts_with(|c: char| c.is_ascii_digit());
-    ordered || word.starts_with(['-', '*', '+', '>', '#', '<', '=', '`', '|', '~'])
+    // A code span may start a line; only three backticks (or tildes) open a fenced block.
+    ordered
+        || word.starts_with(['-', '*', '+', '>', '#', '<', '=', '|'])
+        || word.starts_with("```")
+        || word.starts_with("~~~")
 }
 
 /// `text` as a Markdown list item, `- ` and its words, wrapped at [`COLUMNS`] with the item's
@@ -778,6 +782,12 @@ mod tests {
             item.replace("\n  ", " "),
             format!("- {}\n", signature.trim())
         );
+        // A list of code spans wraps like words.
+        let files = (0..12)
+            .map(|i| format!("`src/dma_local/part{i}.rs`,"))
+            .collect::<Vec<_>>();
+        let item = list_item(&files.join(" "));
+        assert!(item.lines().all(|l| l.len() <= COLUMNS), "{item}");
         let long = "x".repeat(120);
         assert_eq!(
             list_item(&format!("a {long} b")),

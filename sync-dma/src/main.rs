@@ -17,8 +17,15 @@ mod wrapper_api;
 
 use cli::Command;
 
-/// The wrapper itself, whose items drivers use.
+/// The wrapper's root, whose items (and its parts') drivers use.
 const WRAPPER: &str = "src/dma_local.rs";
+/// Where the wrapper's parts are, each a module of the root.
+const WRAPPER_PARTS: &str = "src/dma_local/";
+
+/// Whether vendored file `file` is the wrapper's Rust source: its root or one of its parts.
+fn is_wrapper(file: &str) -> bool {
+    file == WRAPPER || (file.starts_with(WRAPPER_PARTS) && file.ends_with(".rs"))
+}
 /// The files every driver carries byte-identical to `template/`, as `template/VENDORED` lists them
 /// (the harness reads the same list): the DMA wrapper first.
 static VENDORED: std::sync::LazyLock<Vec<&'static str>> = std::sync::LazyLock::new(|| {

@@ -14,7 +14,7 @@ use crate::manifest::{git_blob_id, sha256_hex, CopyRecord, KernelRecord, Manifes
 use crate::repo::{copy_dirs, kernel_record, locate_trees, read_file, read_template, store_blobs};
 use crate::tree::Series;
 use crate::wrapper_api;
-use crate::{exit, fail, Result, API_LIST, MANIFEST, VENDORED, WRAPPER};
+use crate::{exit, fail, is_wrapper, Result, API_LIST, MANIFEST, VENDORED, WRAPPER};
 
 /// The manifest as the copies stand now, with the given kernel records.
 fn fresh_manifest(
@@ -126,8 +126,9 @@ pub(crate) fn update(opts: &Options) -> Result<i32> {
         .filter(|file| old.template.get(*file) != Some(&git_blob_id(&template[*file])))
         .collect();
     let wrapper_api = template_changed
-        .contains(&WRAPPER)
-        .then(|| wrapper_api_change(&opts.root, &old, &template[WRAPPER]));
+        .iter()
+        .any(|file| is_wrapper(file))
+        .then(|| wrapper_api_change(&opts.root, &old, &template));
     if !template_changed.is_empty() && opts.message.is_none() {
         let computed: String = wrapper_api
             .iter()
@@ -276,21 +277,36 @@ pub(crate) fn update(opts: &Options) -> Result<i32> {
     Ok(0)
 }
 
-/// How the wrapper's items changed from the template revision the manifest records to `current`.
-/// The old text comes from git's object database, where `init` and `update` store every revision
-/// they record.
-fn wrapper_api_change(root: &Path, old: &Manifest, current: &[u8]) -> WrapperApi {
-    let previous = old
-        .template
-        .get(WRAPPER)
-        .and_then(|blob| git(root, &["cat-file", "blob", blob]).ok());
-    match previous {
-        Some(previous) => WrapperApi::Known(wrapper_api::diff(
-            &wrapper_api::items(&String::from_utf8_lossy(&previous)),
-            &wrapper_api::items(&String::from_utf8_lossy(current)),
-        )),
-        None => WrapperApi::Unknown,
+/// How the wrapper's items changed from the template revision the manifest records to the
+/// template's files now, `template`: the root and its parts, whichever files the items are in. The
+/// old text comes from git's object database, where `init` and `update` store every revision they
+/// record.
+fn wrapper_api_change(
+    root: &Path,
+    old: &Manifest,
+    template: &BTreeMap<String, Vec<u8>>,
+) -> WrapperApi {
+    let mut previous = String::new();
+    for (file, blob) in old.template.iter().filter(|(file, _)| is_wrapper(file)) {
+        match git(root, &["cat-file", "blob", blob]) {
+            Ok(text) => previous.push_str(&String::from_utf8_lossy(&text)),
+            // Without the root's text, most items would read as added.
+            Err(_) if file.as_str() == WRAPPER => return WrapperApi::Unknown,
+            Err(_) => {}
+        }
     }
+    if !old.template.contains_key(WRAPPER) {
+        return WrapperApi::Unknown;
+    }
+    let current: String = template
+        .iter()
+        .filter(|(file, _)| is_wrapper(file))
+        .map(|(_, text)| String::from_utf8_lossy(text).into_owned())
+        .collect();
+    WrapperApi::Known(wrapper_api::diff(
+        &wrapper_api::items(&previous),
+        &wrapper_api::items(&current),
+    ))
 }
 
 fn merge(

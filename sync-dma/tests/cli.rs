@@ -764,6 +764,34 @@ fn the_entry_has_the_message_and_the_wrappers_api_difference() {
 }
 
 #[test]
+fn a_change_in_a_part_of_the_wrapper_is_in_its_api_difference() {
+    let s = Scratch::new("part");
+    s.init(&k73());
+    // An item moved from the root to a part is no change; one added in a part is.
+    let part = "src/dma_local/pool.rs";
+    let text = s.read(&format!("template/{part}"));
+    s.write(
+        &format!("template/{part}"),
+        &format!("{text}\npub(crate) fn sync_dma_probe_part() {{}}\n"),
+    );
+    s.commit("a part gains an item");
+    let (code, out, err) = s.run(&k73(), &["update", "--message", "A part gains an item"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let entry = last_entry(&s.read("CHANGES.md"));
+    for line in [
+        "- Template files changed: `src/dma_local/pool.rs`.",
+        "- API added: `sync_dma_probe_part`.",
+    ] {
+        assert!(entry.lines().any(|l| l == line), "no '{line}' in:\n{entry}");
+    }
+    assert!(!entry.contains("API removed"), "{entry}");
+    assert_eq!(
+        s.read(&format!("drivers/alpha/{part}")),
+        s.read(&format!("template/{part}"))
+    );
+}
+
+#[test]
 fn an_unknown_previous_template_is_said_so() {
     let s = Scratch::new("unknown");
     // No copies, so that no merge needs the lost revision.
