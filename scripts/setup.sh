@@ -3,13 +3,22 @@
 # with everything up to date only checks, and says so.
 #
 #   scripts/setup.sh            all steps
-#   scripts/setup.sh --quiet    the same, without the final summary
+#   scripts/setup.sh --demo     what the demo boots: the lab kernel, not the KASAN kernel nor
+#                               Debian's kernels and chroots, which the tests need
+#   --quiet                     without the final summary
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
 
 QUIET=0
-[ "${1:-}" = --quiet ] && QUIET=1
+DEMO=0
+for arg in "$@"; do
+	case $arg in
+	--quiet) QUIET=1 ;;
+	--demo) DEMO=1 ;;
+	*) die "unknown argument $arg: scripts/setup.sh [--demo] [--quiet]" ;;
+	esac
+done
 
 APT_PACKAGES=(
 	build-essential bc flex bison libelf-dev libssl-dev cpio xz-utils kmod python3 unzip
@@ -310,22 +319,29 @@ main() {
 	step_bindgen
 	step_libclang
 	step_sources
-	# Debian's chroots and kernel images are mostly downloading: they come while the cores build.
-	local kernel downloads
-	debian_downloads &
-	downloads=$!
-	trap 'kill "$downloads" 2>/dev/null || true' EXIT
-	for kernel in "${LAB_KERNELS[@]}"; do
+	local kernel downloads kernels=("${LAB_KERNELS[@]}")
+	if [ "$DEMO" = 1 ]; then
+		kernels=(lab)
+	else
+		# Debian's chroots and kernel images are mostly downloading: they come while the cores
+		# build.
+		debian_downloads &
+		downloads=$!
+		trap 'kill "$downloads" 2>/dev/null || true' EXIT
+	fi
+	for kernel in "${kernels[@]}"; do
 		step_kernel "$kernel"
 	done
 	step_cargo_generate
-	wait "$downloads" || die "setting up Debian's kernels failed; see the messages above"
-	trap - EXIT
-	for kernel in $(debian_kernels); do
-		step_debian_headers "$kernel"
-	done
+	if [ "$DEMO" = 0 ]; then
+		wait "$downloads" || die "setting up Debian's kernels failed; see the messages above"
+		trap - EXIT
+		for kernel in $(debian_kernels); do
+			step_debian_headers "$kernel"
+		done
+	fi
 	if [ "$QUIET" = 0 ]; then
-		for kernel in "${LAB_KERNELS[@]}"; do
+		for kernel in "${kernels[@]}"; do
 			log "$kernel kernel: $(kernel_build_dir "$kernel")"
 		done
 		log "ready in $((SECONDS - start)) s"

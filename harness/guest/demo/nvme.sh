@@ -10,7 +10,17 @@ diag "$(blkio verify /dev/rsnvme0n1 0xd1 64)"
 check same-pattern-on-c-nvme blkio fill /dev/nvme0n1 0xd1 64
 diag "sha256 via nvme_rs $(dd if=/dev/rsnvme0n1 bs=1M count=64 2>/dev/null | sha256sum | cut -c1-16)..."
 diag "sha256 via C nvme  $(dd if=/dev/nvme0n1 bs=1M count=64 2>/dev/null | sha256sum | cut -c1-16)..."
-diag "$(blkio bench /dev/rsnvme0n1 randread 4096 32 2 64) (nvme_rs)"
-diag "$(blkio bench /dev/nvme0n1 randread 4096 32 2 64) (C nvme)"
+# Throughput, each driver in turn on the same boot (scripts/bench-nvme.sh is the benchmark).
+diag "throughput, one 2 s run per driver and figure (scripts/bench-nvme.sh measures it properly):"
+for figure in "randread 4096 32" "seqread 131072 8" "seqwrite 131072 8"; do
+    # shellcheck disable=SC2086 # the figure's mode, block size and queue depth as three words
+    diag "$(blkio bench /dev/rsnvme0n1 $figure 2 64) (nvme_rs)"
+    # shellcheck disable=SC2086
+    diag "$(blkio bench /dev/nvme0n1 $figure 2 64) (C nvme)"
+done
+# What nvme-cli reads through nvme_rs's controller device.
+nvme id-ctrl /dev/rsnvme0 | head -n 8 | while IFS= read -r l; do diag "nvme id-ctrl /dev/rsnvme0: $l"; done
+nvme smart-log /dev/rsnvme0 | head -n 8 | while IFS= read -r l; do diag "nvme smart-log /dev/rsnvme0: $l"; done
+diag "nvme_rs counters: $(cd /sys/kernel/debug/rsnvme0/counters && for c in prp_commands sgl_commands fua_commands resets; do printf '%s=%s ' "$c" "$(cat "$c")"; done)"
 dmesg | grep 'nvme_rs' | while IFS= read -r l; do diag "kernel: $l"; done
 check unload-nvme_rs rmmod nvme_rs

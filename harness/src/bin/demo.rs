@@ -68,6 +68,7 @@ fn run() -> harness::Result<()> {
     let link = SocketLink::new()?;
     let dut = Vm::new("e1000_rs")
         .module("drivers/e1000_rs")
+        .host_program("/usr/sbin/ethtool")
         .tool("netpipe")
         .nic("e1000", link.end_a())
         .script(E1000_DUT_SCRIPT);
@@ -81,6 +82,7 @@ fn run() -> harness::Result<()> {
     println!("\nBooting a VM with two NVMe controllers: nvme_rs on one, the C nvme driver on the other...");
     let disk = || vec![Drive::Raw { size: 128 << 20 }];
     let vm = nvme::vm("nvme")
+        .host_program("/usr/sbin/nvme")
         .nvme(disk())
         .nvme(disk())
         .script(&format!("{BIND_ALTERNATELY}{NVME_SCRIPT}"));
