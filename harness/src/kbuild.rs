@@ -91,8 +91,9 @@ fn kbuild(
     if let Some(output) = output {
         cmd.arg(format!("MO={}", output.display()));
     }
-    // Where the Makefile and Kbuild find the project's build files: generated drivers sit in
-    // target/generated/, not two levels below the top as in drivers/.
+    // Where the Makefile finds the project, whose lab kernel and toolchain it builds with when no
+    // KDIR is given: generated drivers sit in target/generated/, not two levels below the top as
+    // in drivers/.
     cmd.arg(format!("PROJECT={}", env.root.display()));
     cmd.arg(format!(
         "-j{}",

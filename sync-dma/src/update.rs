@@ -220,8 +220,22 @@ pub(crate) fn update(opts: &Options) -> Result<i32> {
             std::fs::create_dir_all(parent)
                 .map_err(|e| fail!(exit::BAD_INPUT, "cannot create {}: {e}", parent.display()))?;
         }
+        let created = !path.exists();
         std::fs::write(&path, content)
             .map_err(|e| fail!(exit::BAD_INPUT, "cannot write {}: {e}", path.display()))?;
+        if created {
+            // A file the copy gains keeps the template's mode (a script stays executable).
+            let mode = std::fs::metadata(opts.root.join("template").join(file))
+                .map_err(|e| fail!(exit::BAD_INPUT, "cannot read template/{file}: {e}"))?
+                .permissions();
+            std::fs::set_permissions(&path, mode).map_err(|e| {
+                fail!(
+                    exit::BAD_INPUT,
+                    "cannot set the mode of {}: {e}",
+                    path.display()
+                )
+            })?;
+        }
     }
     if !conflicts.is_empty() {
         for w in &written {
@@ -287,13 +301,18 @@ fn wrapper_api_change(
     template: &BTreeMap<String, Vec<u8>>,
 ) -> WrapperApi {
     let mut previous = String::new();
-    for (file, blob) in old.template.iter().filter(|(file, _)| is_wrapper(file)) {
-        match git(root, &["cat-file", "blob", blob]) {
-            Ok(text) => previous.push_str(&String::from_utf8_lossy(&text)),
-            // Without the root's text, most items would read as added.
-            Err(_) if file.as_str() == WRAPPER => return WrapperApi::Unknown,
-            Err(_) => {}
-        }
+    for blob in old
+        .template
+        .iter()
+        .filter(|(file, _)| is_wrapper(file))
+        .map(|(_, blob)| blob)
+    {
+        // Without an old file's text, its items would read as added.
+        let Ok(text) = git(root, &["cat-file", "blob", blob]) else {
+            return WrapperApi::Unknown;
+        };
+        previous.push_str(&String::from_utf8_lossy(&text));
+        previous.push('\n');
     }
     if !old.template.contains_key(WRAPPER) {
         return WrapperApi::Unknown;
@@ -301,7 +320,7 @@ fn wrapper_api_change(
     let current: String = template
         .iter()
         .filter(|(file, _)| is_wrapper(file))
-        .map(|(_, text)| String::from_utf8_lossy(text).into_owned())
+        .map(|(_, text)| String::from_utf8_lossy(text) + "\n")
         .collect();
     WrapperApi::Known(wrapper_api::diff(
         &wrapper_api::items(&previous),

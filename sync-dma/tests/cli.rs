@@ -482,8 +482,8 @@ fn copies_edited_by_hand_or_behind_the_template_are_reported() {
 fn a_copy_without_a_vendored_file_gets_it_from_update() {
     let s = Scratch::new("gained");
     s.init(&k73());
-    // A driver made before the template had this file.
-    let file = "scripts/kernel-cfg.mk";
+    // A driver made before the template had this file, an executable script.
+    let file = "scripts/prepare-headers.sh";
     std::fs::remove_file(s.path(&format!("drivers/beta/{file}"))).unwrap();
     s.commit("beta without the file");
     let (code, out, _) = s.run(&k73(), &["--check"]);
@@ -495,6 +495,19 @@ fn a_copy_without_a_vendored_file_gets_it_from_update() {
     assert_eq!(
         s.read(&format!("drivers/beta/{file}")),
         s.read(&format!("template/{file}"))
+    );
+    let mode = |path: &str| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(s.path(path))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    assert_eq!(
+        mode(&format!("drivers/beta/{file}")),
+        mode(&format!("template/{file}")),
+        "the template's mode"
     );
     s.commit("update");
     let (code, out, _) = s.run(&k73(), &["--check"]);

@@ -27,8 +27,8 @@ pub(crate) enum FaultPoint {
     /// `fail_unique_completion`: an I/O completion comes twice more, as a duplicate and with
     /// another command identifier generation; each copy must be ignored.
     UniqueCompletion = 3,
-    /// `fail_io_interrupt`: an I/O queue's interrupt is ignored, as if lost; a timeout handler
-    /// must find the completions with a poll of its own.
+    /// `fail_io_interrupt`: an I/O queue's interrupt on a vector of its own (MSI-X, MSI) is
+    /// ignored, as if lost; a timeout handler must find the completions with a poll of its own.
     IoInterrupt = 4,
     /// `fail_prompt_cancel`: a controller declared dead has its requests cancelled four seconds
     /// later, so that other timeout handlers find it dead with their requests still in flight.

@@ -418,11 +418,12 @@ impl<'a> IoQueue<'a> {
                 if tags.is_null() {
                     continue;
                 }
-                let duplicates = FaultPoint::UniqueCompletion.fails();
                 // SAFETY: `tags` are this queue's blk-mq tags (type invariant).
                 let Some(rq) = (unsafe { self.valid_request(tags, done.cid) }) else {
                     continue;
                 };
+                // Only a completion that is taken comes again.
+                let duplicates = FaultPoint::UniqueCompletion.fails();
                 // SAFETY: The pdu was initialised by `init_request`; only its atomics are shared.
                 let pdu = unsafe { &*rq.pdu() };
                 let status = done.status_field();
@@ -481,8 +482,9 @@ impl PinnedDrop for IoQueue<'_> {
 unsafe extern "C" fn nvme_rs_irq(_irq: c_int, cookie: *mut c_void) -> bindings::irqreturn_t {
     // SAFETY: By the function's safety requirement.
     let queue = unsafe { &*cookie.cast::<IoQueue<'_>>() };
-    if FaultPoint::IoInterrupt.fails() {
-        // As if this interrupt had been lost.
+    // As if this interrupt had been lost: only on a vector of its own (MSI-X or MSI, vector 0
+    // being the only one with INTx), since a level-triggered line would fire again at once.
+    if queue.vector != 0 && FaultPoint::IoInterrupt.fails() {
         return irqreturn::IRQ_HANDLED;
     }
     // SAFETY: The queue's interrupt handler.

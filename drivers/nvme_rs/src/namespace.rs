@@ -301,7 +301,13 @@ pub(crate) fn active_nsids(
 /// What a namespace's disk hands its openers, and what its ioctls reach the namespace and its
 /// controller by. Made above this module (by `nsdev`, which knows the ioctls), so that the
 /// namespaces' code and the I/O path know nothing of them.
-pub(crate) trait NamespaceHandle: Send + Sync {
+///
+/// # Safety
+///
+/// [`NamespaceHandle::key`] returns the same address at every call, valid for as long as the
+/// handle lives: the disk hands it to the implementation's block device operations, which take it
+/// back as the handle.
+pub(crate) unsafe trait NamespaceHandle: Send + Sync {
     /// The handle's address: the disk's private data (valid while the handle lives) and the key
     /// its commands find the namespace by ([`crate::scan::NamespaceRef`]).
     fn key(&self) -> *const c_void;

@@ -60,7 +60,9 @@ pub(crate) struct Handle {
     nsid: u32,
 }
 
-impl NamespaceHandle for Handle {
+// SAFETY: The key is the handle's own address, in the `Arc` `Handles::make` put it in, which does
+// not move while the handle lives; the disk's operations below take it back as that `Arc<Handle>`.
+unsafe impl NamespaceHandle for Handle {
     fn key(&self) -> *const c_void {
         core::ptr::from_ref(self).cast()
     }
