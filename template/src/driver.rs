@@ -11,9 +11,13 @@
 //! differs before 7.3) whose handler owns BAR0, acknowledges what edu raised and signals a
 //! `sync::Completion` per transfer. The crate's completions have no timed wait, so a high-resolution
 //! timer wakes the waiter when a transfer's time is up, and the transfer fails.
+//!
+//! A test reads the verified round trips, and fails a probe's allocation, in debugfs
+//! (`debugfs.rs`); the kernel log is for people.
 
 #[allow(dead_code, unused_imports, unused_macros, reason = "vendored")]
 mod compat;
+mod debugfs;
 mod dma_local;
 mod regs;
 
@@ -37,33 +41,37 @@ use kernel::{
     },
 };
 
-/// Declares the module. Its on/off parameter is of type `$flag` and defaults to `$off`: `bool` and
-/// `false`, or before 7.3, whose `module!` has no `bool` parameters, `u8` and 0 (read with
-/// `compat::flag`).
-// Not formatted: rustfmt moves the continuation lines of the strings on every run.
-#[rustfmt::skip]
-macro_rules! declare_module {
-    ($flag:ident, $off:tt) => {
-        kernel::module_pci_driver! {
-            type: EduDriver,
-            name: "{{crate_name}}",
-            authors: ["rust-dma-drivers"],
-            description: "DMA round trips through QEMU's edu device",
-            license: "GPL",
-            params: {
-                fail_coherent_alloc: $flag {
-                    default: $off,
-                    description: "Test only: ask for an impossible coherent buffer, so that probe \
-                        fails",
-                },
-            },
-        }
-    };
+/// The module: the debugfs directory, then the PCI driver, registered as
+/// `kernel::module_pci_driver!` does.
+#[pin_data]
+struct EduModule {
+    // Unregistered first (fields drop in order): no probe counts or fails once the directory is
+    // gone.
+    #[pin]
+    driver: kernel::driver::Registration<pci::Adapter<EduDriver>>,
+    _debugfs: debugfs::Files,
 }
-#[cfg(not(kernel_before_7_3))]
-declare_module!(bool, false);
-#[cfg(kernel_before_7_3)]
-declare_module!(u8, 0);
+
+impl kernel::InPlaceModule for EduModule {
+    fn init(module: &'static kernel::ThisModule) -> impl PinInit<Self, Error> {
+        // The fault injection point exists before the first probe, which a test may fail.
+        try_pin_init!(Self {
+            _debugfs: debugfs::Files::create(),
+            driver <- kernel::driver::Registration::new(
+                <Self as kernel::ModuleMetadata>::NAME,
+                module,
+            ),
+        })
+    }
+}
+
+kernel::prelude::module! {
+    type: EduModule,
+    name: "{{crate_name}}",
+    authors: ["rust-dma-drivers"],
+    description: "DMA round trips through QEMU's edu device",
+    license: "GPL",
+}
 
 type Bar0<'bound> = pci::Bar<'bound, { regs::BAR0_SIZE }>;
 
@@ -302,7 +310,9 @@ impl Edu<'_> {
     fn round_trips(&self) -> Result {
         let len = regs::MAX_TRANSFER;
         self.coherent_round_trip(len)?;
+        debugfs::round_trip_verified();
         self.streaming_round_trip(len)?;
+        debugfs::round_trip_verified();
         dev_info!(
             self.pdev,
             "DMA round trips verified: coherent {} bytes, streaming {} bytes\n",
@@ -314,7 +324,8 @@ impl Edu<'_> {
 
     fn coherent_round_trip(&self, len: usize) -> Result {
         let dev = self.pdev.as_ref();
-        let count = if compat::flag(&crate::module_parameters::fail_coherent_alloc) {
+        // An injected fault asks for more than any machine has: dma_alloc_attrs finds none.
+        let count = if debugfs::coherent_alloc_fails() {
             usize::MAX / 2
         } else {
             len

@@ -1,7 +1,7 @@
 # shellcheck shell=sh
 diag "kernel=$(uname -r)"
 check edu-load insmod /modules/@EDU@.ko
-check edu-round-trips sh -c 'dmesg | grep -q "@EDU@ .*: DMA round trips verified: coherent 4095 bytes, streaming 4095 bytes"'
+check edu-round-trips test "$(cat /sys/kernel/debug/@EDU@/verified_round_trips)" -eq 2
 check edu-unload rmmod @EDU@
 
 check nvme_rs-load insmod /modules/nvme_rs.ko
