@@ -1,6 +1,7 @@
 //! The contracts of `dma_local` (template/src/dma_local.rs), checked in the guest against a bound
 //! PCI device with DMA-API debugging on: the self-test module reports one KTAP line a contract, and
-//! each one becomes a result of this scenario.
+//! each one becomes a result of this scenario; so does each example of the wrapper's documentation,
+//! which the module compiles from the doc comments and runs.
 
 use harness::{Scenario, Vm};
 
@@ -42,6 +43,18 @@ const CONTRACTS: &[&str] = &[
     "edu_noncoherent_to_sg_table",
 ];
 
+/// The parts of the wrapper whose documentation has an example, which the self-test compiles from
+/// the doc comments and runs (`modules/dma_selftest/doc_examples.sh`): one vanished fails here.
+const EXAMPLES_IN: &[&str] = &[
+    "dma_local/coherent.rs",
+    "dma_local/mapping.rs",
+    "dma_local/mask.rs",
+    "dma_local/noncoherent.rs",
+    "dma_local/pool.rs",
+    "dma_local/sg.rs",
+    "dma_local/streaming.rs",
+];
+
 #[test]
 fn dma_local_contracts_hold_on_a_bound_device() {
     let outcome = Scenario::new("dma-local-selftest")
@@ -53,12 +66,26 @@ fn dma_local_contracts_hold_on_a_bound_device() {
         .run()
         .unwrap_or_else(|e| panic!("{e}"));
     let guest = outcome.vm("guest");
+    let examples: Vec<&str> = guest
+        .ktap
+        .results
+        .iter()
+        .filter_map(|r| r.name.strip_prefix("dma_local.example:"))
+        .collect();
     assert_eq!(
         guest.diagnostic("plan"),
-        CONTRACTS.len().to_string(),
-        "the module's plan"
+        (CONTRACTS.len() + examples.len()).to_string(),
+        "the module's plan: {} contracts and the examples {examples:?}",
+        CONTRACTS.len()
     );
     for contract in CONTRACTS {
         guest.assert_passed(&format!("dma_local.{contract}"));
+    }
+    for part in EXAMPLES_IN {
+        let example = examples
+            .iter()
+            .find(|e| e.starts_with(&format!("{part}:")))
+            .unwrap_or_else(|| panic!("no example of {part} ran: {examples:?}"));
+        guest.assert_passed(&format!("dma_local.example:{example}"));
     }
 }

@@ -9,6 +9,12 @@
 
 #[path = "../../template/src/dma_local.rs"]
 mod dma_local;
+/// The examples of dma_local's documentation, made from its doc comments by doc_examples.sh into
+/// the build's output directory.
+#[allow(clippy::all, reason = "generated from documentation")]
+mod examples {
+    include!(env!("DMA_LOCAL_DOC_EXAMPLES"));
+}
 // edu's registers, as the template's driver names them; this module uses its DMA engine only.
 #[allow(dead_code)]
 #[path = "../../template/src/regs.rs"]
@@ -509,6 +515,11 @@ fn run_all(dev: &Device<Bound>, report: &mut Report) {
         expect(edge[..] == pattern[PAGE_SIZE - 2..PAGE_SIZE + 2])?;
         expect(table.into_pages().len() == 3)
     });
+    // Each example of the wrapper's documentation runs to its end (a failed assertion in one is a
+    // kernel BUG, which the scenario reports).
+    for (name, example) in examples::EXAMPLES {
+        report.run(name, || example(dev));
+    }
 }
 
 type Bar0<'bound> = pci::Bar<'bound, { regs::BAR0_SIZE }>;

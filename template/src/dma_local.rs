@@ -29,6 +29,10 @@
 //! - [`enable_bus_master`]: a PCI device is a bus master from probe, and no longer one once its
 //!   driver has unbound; [`stop_bus_master`] stops its DMA earlier, before its memory goes.
 //!
+//! The documentation of each type has an example, written as rust/kernel/dma.rs's are: a function of
+//! a bound device. The project's self-test compiles every example from these comments and runs it
+//! against a real device.
+//!
 //! Every object that can reach the DMA API borrows the device as `&'a Device<Bound>`. The kernel
 //! crate hands a driver that reference only for as long as the device is bound, so no DMA API call
 //! can follow the unbind: the objects are dropped, and their memory released, before the device's

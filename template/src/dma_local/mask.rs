@@ -15,6 +15,23 @@ use super::{
 };
 
 /// A DMA address mask: the device drives `bits` address lines.
+///
+/// # Examples
+///
+/// At probe, before anything of the device is allocated or mapped:
+///
+/// ```
+/// # use kernel::device::{Bound, Device};
+/// use crate::dma_local::{self, Mask};
+///
+/// # fn example(dev: &Device<Bound>) -> Result {
+/// let mask = Mask::bits(28)?;
+/// assert_eq!(mask.value(), 0x0fff_ffff);
+/// assert_eq!(Mask::bits(65), Err(EINVAL));
+/// // SAFETY: Nothing of `dev` is allocated or mapped yet.
+/// unsafe { dma_local::set_mask_and_coherent(dev, mask) }?;
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Mask(u64);
 

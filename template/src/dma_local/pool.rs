@@ -23,6 +23,24 @@ use super::{byte_len, check_range, dma_local_pool_create, raw_device, Coherent, 
 ///
 /// `raw` is a pool created by `dma_pool_create` for `dev` with blocks of `count * size_of::<T>()`
 /// bytes, not destroyed yet; `count > 0`.
+///
+/// # Examples
+///
+/// Lists of 32 bus addresses, each 256-byte aligned and within a 4 KiB page:
+///
+/// ```
+/// # use kernel::device::{Bound, Device};
+/// use crate::dma_local::{Gfp, Pool};
+///
+/// # fn example(dev: &Device<Bound>) -> Result {
+/// let pool = Pool::<u64>::new(dev, c"example lists", 32, 256, 4096)?;
+/// let mut list = pool.alloc(Gfp::KERNEL)?;
+/// list.write(0, 0x10_0000)?;
+/// assert_eq!(list.read(0)?, 0x10_0000);
+/// assert_eq!(list.read(32), Err(EINVAL));
+/// assert_eq!(list.dma_handle() % 256, 0);
+/// # Ok(()) }
+/// ```
 pub(crate) struct Pool<'a, T: AsBytes + FromBytes> {
     _dev: PhantomData<&'a Device<Bound>>,
     raw: NonNull<bindings::dma_pool>,

@@ -25,6 +25,37 @@ use super::{
 ///
 /// `table` was set up by `sg_alloc_table_from_pages_segment` over the pages of `pages`, in order,
 /// all of each, and is freed (`sg_free_table`) only in `drop`.
+///
+/// # Examples
+///
+/// Four pages, written by the CPU, mapped for the device as a list of segments, and taken back:
+///
+/// ```
+/// # use kernel::device::{Bound, Device};
+/// # use kernel::page::Page;
+/// use crate::dma_local::{self, Attrs, Direction, SgTable};
+///
+/// # fn example(dev: &Device<Bound>) -> Result {
+/// let mut pages = KVec::new();
+/// for _ in 0..4 {
+///     pages.push(Page::alloc_page(GFP_KERNEL)?, GFP_KERNEL)?;
+/// }
+/// let mut table = SgTable::new(pages, dma_local::max_seg_size(dev)).map_err(|(e, _pages)| e)?;
+/// table.write(4090, b"across a page")?;
+/// let mapped = table.map(dev, Direction::ToDevice, Attrs::NONE).map_err(|(e, _table)| e)?;
+/// let mut bytes = 0;
+/// for (_address, len) in mapped.segments() {
+///     // A device would be given each segment's bus address and length here.
+///     bytes += len as usize;
+/// }
+/// assert_eq!(bytes, 4 * 4096);
+/// // SAFETY: The device is done with the pages and is not given them again.
+/// let table = unsafe { mapped.unmap() };
+/// let mut back = [0u8; 13];
+/// table.read(4090, &mut back)?;
+/// assert_eq!(&back, b"across a page");
+/// # Ok(()) }
+/// ```
 pub(crate) struct SgTable {
     table: bindings::sg_table,
     pages: KVec<Page>,

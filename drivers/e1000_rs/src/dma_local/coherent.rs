@@ -30,6 +30,44 @@ use super::{byte_len, check_range, raw_device, Attrs, DmaAddress, Gfp};
 ///   overflow.
 /// - `count > 0` and `size_of::<T>() > 0`.
 /// - `attrs` does not contain [`Attrs::NO_KERNEL_MAPPING`], so `cpu` is a kernel mapping.
+///
+/// # Examples
+///
+/// A ring of descriptors the device reads, written field by field, and whole:
+///
+/// ```
+/// # use kernel::device::{Bound, Device};
+/// # use kernel::transmute::{AsBytes, FromBytes};
+/// use crate::dma_local::{self, Coherent, Gfp};
+///
+/// #[repr(C)]
+/// #[derive(Clone, Copy)]
+/// struct Descriptor {
+///     address: u64,
+///     length: u32,
+///     status: u32,
+/// }
+/// // SAFETY: `repr(C)` of 16 bytes of integers, with no padding.
+/// unsafe impl AsBytes for Descriptor {}
+/// // SAFETY: Any bits are valid integers.
+/// unsafe impl FromBytes for Descriptor {}
+///
+/// # fn example(dev: &Device<Bound>) -> Result {
+/// let mut ring = Coherent::<Descriptor>::alloc(dev, 256, Gfp::KERNEL)?;
+/// crate::dma_write!(ring, 0, address, 0x10_0000)?;
+/// crate::dma_write!(ring, 0, length, 512)?;
+/// // The descriptor is whole before the device may see that it is ready.
+/// dma_local::dma_wmb();
+/// crate::dma_write!(ring, 0, status, 1)?;
+/// assert_eq!(crate::dma_read!(ring, 0, length)?, 512);
+/// ring.write(1, Descriptor { address: 0x20_0000, length: 64, status: 1 })?;
+/// assert_eq!(ring.read(1)?.address, 0x20_0000);
+/// // Past the end is an error, never an access beyond the allocation.
+/// assert_eq!(crate::dma_write!(ring, 256, status, 1), Err(EINVAL));
+/// // What the device is told: the ring's bus address, or an element's.
+/// assert_eq!(ring.dma_handle_at(1)?, ring.dma_handle() + 16);
+/// # Ok(()) }
+/// ```
 pub(crate) struct Coherent<'a, T: AsBytes + FromBytes> {
     dev: &'a Device<Bound>,
     cpu: NonNull<T>,

@@ -21,6 +21,31 @@ use super::{check_range, Attrs, CpuView, DmaAddress, Mapping};
 /// # Invariants
 ///
 /// `mapping` maps all of `buf`'s heap memory in direction `D`.
+///
+/// # Examples
+///
+/// A buffer the device fills, handed to it and taken back:
+///
+/// ```
+/// # use kernel::device::{Bound, Device};
+/// use crate::dma_local::{dir, Attrs, Streaming};
+///
+/// # fn example(dev: &Device<Bound>) -> Result {
+/// let buffer = KVec::from_elem(0u8, 4096, GFP_KERNEL)?;
+/// let mut incoming =
+///     Streaming::map(dev, buffer, dir::FromDevice, Attrs::NONE).map_err(|(e, _buffer)| e)?;
+/// let _for_the_device = incoming.dma_handle();
+/// // ... the device writes, and says it is done (an interrupt) ...
+/// {
+///     // SAFETY: The device is done with the buffer.
+///     let view = unsafe { incoming.sync_for_cpu() };
+///     assert_eq!(view.len(), 4096);
+/// } // Dropping the view hands the buffer back to the device.
+/// // SAFETY: The device is done with the buffer and is not given it again.
+/// let buffer = unsafe { incoming.unmap() };
+/// assert_eq!(buffer.len(), 4096);
+/// # Ok(()) }
+/// ```
 pub(crate) struct Streaming<'a, D: DataDirection> {
     // Declared before `buf`, so that it is dropped (unmapped) before the buffer is freed.
     mapping: Mapping<'a>,

@@ -20,6 +20,29 @@ use super::{
 ///
 /// `handle` is the mapping, by `dma_map_single_attrs(dev, .., len, dir, attrs)` or
 /// `dma_map_page_attrs(dev, .., len, dir, attrs)`, of `len > 0` bytes, not yet unmapped.
+///
+/// # Examples
+///
+/// A frame owned elsewhere, mapped for as long as the device sends it:
+///
+/// ```
+/// # use kernel::device::{Bound, Device};
+/// use crate::dma_local::{Attrs, Direction, Mapping};
+///
+/// # fn example(dev: &Device<Bound>) -> Result {
+/// let mut frame = KVec::from_elem(0xffu8, 1514, GFP_KERNEL)?;
+/// // SAFETY: `frame` is slab memory that outlives the mapping (dropped first, below), and the CPU
+/// // leaves it alone while it is mapped.
+/// let mapping = unsafe {
+///     Mapping::new(dev, frame.as_mut_ptr(), frame.len(), Direction::ToDevice, Attrs::NONE)
+/// }?;
+/// assert_eq!(mapping.len(), 1514);
+/// let _for_the_device = mapping.dma_handle();
+/// // ... the device sends the frame, and says it is done ...
+/// drop(mapping);
+/// frame[0] = 0;
+/// # Ok(()) }
+/// ```
 pub(crate) struct Mapping<'a> {
     pub(super) dev: &'a Device<Bound>,
     pub(super) handle: DmaAddress,

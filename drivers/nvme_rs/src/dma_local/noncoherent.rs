@@ -26,6 +26,29 @@ use super::{
 /// `cpu`/`handle` are `len > 0` bytes from `dma_alloc_noncoherent(dev, len, .., D, ..)`, not yet
 /// freed. (Outside a `CpuView` they are synced for the device, unless a view was leaked with
 /// `mem::forget`; soundness does not rest on that, only coherence.)
+///
+/// # Examples
+///
+/// An area the CPU and the device take turns with:
+///
+/// ```
+/// # use kernel::device::{Bound, Device};
+/// use crate::dma_local::{dir, Gfp, NonCoherent};
+///
+/// # fn example(dev: &Device<Bound>) -> Result {
+/// let mut area = NonCoherent::alloc(dev, 8192, dir::Bidirectional, Gfp::KERNEL)?;
+/// {
+///     // SAFETY: The device has not been given the area yet.
+///     let mut view = unsafe { area.sync_for_cpu() };
+///     view[..4].copy_from_slice(b"ping");
+/// } // Dropping the view syncs the bytes for the device.
+/// let _for_the_device = area.dma_handle();
+/// // ... the device reads and writes, and says it is done ...
+/// // SAFETY: The device is done with the area.
+/// let view = unsafe { area.sync_for_cpu() };
+/// assert_eq!(&view[..4], b"ping");
+/// # Ok(()) }
+/// ```
 pub(crate) struct NonCoherent<'a, D: DataDirection> {
     dev: &'a Device<Bound>,
     cpu: NonNull<u8>,
