@@ -1,5 +1,6 @@
 //! e1000_rs as users' tools see it, against the C e1000 on the other end of a UDP socket link on
-//! 127.0.0.1: Debian's ethtool (`-i`, link settings, `-g`/`-G`, `-S`, `-k`/`-K`, `-r`) and
+//! 127.0.0.1: Debian's ethtool (`-i`, link settings with MDI-X, `-g`/`-G`, `-S`, `-k`/`-K`, `-r`,
+//! `-s msglvl`, `-s wol`, `-e`, `-d`, `-p`) and
 //! iproute2's `ip` (MTU and jumbo frames, 802.1Q VLANs), then a transmit hang that the
 //! watchdog's reset cures.
 //! Wherever both drivers answer the same command, the host compares their answers.
@@ -64,6 +65,21 @@ fn e1000_rs_ethtool_mtu_vlan_and_reset_against_the_c_e1000() {
         "txvlan_off",
         "vlan_filter_off",
         "features_after_refusals",
+        "settings_full",
+        "msglvl_set",
+        "msglvl_shown",
+        "msglvl_named",
+        "msglvl_after_named",
+        "wol_magic",
+        "wol_none",
+        "wol_phy",
+        "wol_shown",
+        "eeprom",
+        "eeprom_part",
+        "eeprom_beyond",
+        "regs_size",
+        "regs_phy",
+        "identify",
     ] {
         assert_eq!(
             dut.diagnostic(key),
@@ -157,6 +173,60 @@ fn e1000_rs_ethtool_mtu_vlan_and_reset_against_the_c_e1000() {
             "peer -> DUT with {off} off"
         );
     }
+
+    // Each EEPROM holds its NIC's address and sums to the 8254x's checksum, 0xBABA.
+    for vm in [dut, peer] {
+        assert_eq!(
+            vm.diagnostic("eeprom_address"),
+            vm.diagnostic("interface_address"),
+            "{}: the EEPROM's Ethernet address",
+            vm.name
+        );
+        assert_eq!(
+            vm.diagnostic("eeprom_word_sum"),
+            "0xbaba",
+            "{}: the EEPROM's checksum",
+            vm.name
+        );
+    }
+    // The message level, identification and the register dump take effect on e1000_rs.
+    assert!(
+        dut.diagnostic("settings_full")
+            .contains("MDI-X: off (auto)")
+            && dut.diagnostic("msglvl_shown").contains("0x00000003"),
+        "MDI-X and the message level in ethtool eth0: {} / {}",
+        dut.diagnostic("settings_full"),
+        dut.diagnostic("msglvl_shown")
+    );
+    assert_eq!(
+        (
+            count(dut, "link_messages_unlogged"),
+            count(dut, "link_messages_logged")
+        ),
+        (0, 1),
+        "\"link up\" is logged after a restart only with the link message class"
+    );
+    let before = dut.diagnostic("ledctl_before");
+    let modes: Vec<u32> = dut
+        .diagnostic("ledctl_identifying")
+        .split_whitespace()
+        .map(|v| u32::from_str_radix(v.trim_start_matches("0x"), 16).expect("a hex LEDCTL"))
+        .collect();
+    assert!(
+        modes.len() == 2 && modes.iter().all(|&m| format!("{m:#x}") != before),
+        "ethtool -p alternates between two LED modes, neither the configured one ({before}): \
+         {modes:x?}"
+    );
+    assert_eq!(
+        dut.diagnostic("ledctl_after"),
+        before,
+        "LEDCTL after ethtool -p"
+    );
+    assert_eq!(
+        dut.diagnostic("rdtr_dumped"),
+        "0000002a",
+        "ethtool -d shows RDTR as written through BAR0"
+    );
 
     // Transfers through ring resizes, at MTU 9000 and through MTU changes.
     let dut_sent = dut.diagnostic("dut_sent_sha_16");

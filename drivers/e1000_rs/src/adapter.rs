@@ -18,12 +18,14 @@ use kernel::{
 
 use crate::compat::{self, irqreturn, smp_mb, Full};
 use crate::dma_local::{self, Mask};
+use crate::ethtool::msg;
 use crate::hw::{self, Bar0, HwStats, ReceiveFilter};
 use crate::netdev::{
     self, FeatureSet, HwAddrs, Interface, MacAddress, Napi, NetDev, RxMode, Stats,
 };
 use crate::offload;
 use crate::open_rings::Rings;
+use crate::phy;
 use crate::regs;
 use crate::ring_common::RingSize;
 use crate::rx::{RxDone, RxFrames, RxRing};
@@ -44,6 +46,9 @@ const MAX_MTU: u32 = 16110;
 /// How long a stopped transmit queue may stand before `ndo_tx_timeout` resets the adapter (the C
 /// driver's watchdog timeout).
 const TX_TIMEOUT_MS: u32 = 5000;
+
+/// The message classes logged until `ethtool -s DEV msglvl` says otherwise: the C driver's.
+const DEFAULT_MSG_LEVEL: u32 = msg::DRV | msg::PROBE | msg::LINK;
 
 /// A counter that one context at a time adds to and `ndo_get_stats64` reads at any time: as
 /// `u64_stats_t` on a 64-bit kernel, an add is a load and a store, not a locked read-modify-write.
@@ -153,6 +158,16 @@ pub(crate) struct E1000<'bound> {
     counting: AtomicBool,
     /// The driver said that the device does not answer: once per bind is enough.
     said_unanswering: AtomicBool,
+    /// The message classes logged (`ethtool -s DEV msglvl`), as the C driver's by default.
+    msg_level: AtomicU32,
+    /// What wakes the system (`WAKE_*` bits; `ethtool -s DEV wol`): a magic packet if the
+    /// EEPROM enables it (APME), as for the C driver.
+    wake_on_lan: AtomicU32,
+    /// LED Control as `ethtool -p` found it, and its two identification modes.
+    identify_leds: ethtool::IdentifyLeds,
+    /// The PHY's idle and receive error counts, summed over the dumps that read them (the
+    /// counters clear on read).
+    phy_errors: ethtool::PhyErrors,
     irq: u32,
     _vectors: compat::IrqVectors<'bound>,
 }
@@ -175,7 +190,7 @@ impl<'bound> E1000<'bound> {
             },
             bar: {
                 let bar = bound.iomap_region_sized::<{ regs::BAR0_SIZE }>(0, c"e1000_rs")?;
-                hw::reset(&bar);
+                reset_controller(&bar);
                 bar
             },
             // SAFETY: `reap_timer_fired` takes the `timer_list` of an `E1000`'s `reap_timer`,
@@ -219,6 +234,17 @@ impl<'bound> E1000<'bound> {
             running: AtomicBool::new(false),
             counting: AtomicBool::new(false),
             said_unanswering: AtomicBool::new(false),
+            msg_level: AtomicU32::new(DEFAULT_MSG_LEVEL),
+            wake_on_lan: {
+                let apme = hw::read_eeprom(bar, regs::EEPROM_INIT_CONTROL3_PORT_A)?
+                    & regs::EEPROM_APME
+                    != 0;
+                let wake = if apme { bindings::WAKE_MAGIC } else { 0 };
+                netdev::set_wakes_system(bound.as_ref(), wake != 0);
+                AtomicU32::new(wake)
+            },
+            identify_leds: ethtool::IdentifyLeds::default(),
+            phy_errors: ethtool::PhyErrors::default(),
             _vectors: compat::alloc_irq_vectors(bound, 1, 1)?,
             irq: compat::vector_irq(_vectors, 0)?,
             _: {
@@ -243,7 +269,9 @@ impl<'bound> E1000<'bound> {
         // Off until `open` reads the link: set before registering.
         self.netdev.set_carrier(false);
         self.netdev.register()?;
-        dev_info!(self.pdev, "registered, Ethernet address from the EEPROM\n");
+        if self.logs(msg::PROBE) {
+            dev_info!(self.pdev, "registered, Ethernet address from the EEPROM\n");
+        }
         Ok(())
     }
 }
@@ -268,6 +296,14 @@ impl PinnedDrop for E1000<'_> {
         hw::reset(&this.bar);
         dma_local::stop_bus_master(this.pdev);
     }
+}
+
+/// Resets the controller (`hw::reset`) and sets its PHY up again, as the C driver does after each
+/// reset. A PHY that does not answer is left as it is: a device that does not answer is dealt with
+/// where registers are read.
+fn reset_controller(bar: &Bar0<'_>) {
+    hw::reset(bar);
+    let _ = phy::set_up_copper(bar);
 }
 
 /// The interrupt handler: acknowledges, follows the link, and leaves the rings to NAPI.
@@ -351,7 +387,9 @@ unsafe extern "C" fn reset_work_run(work: *mut bindings::work_struct) {
         if !e1000.running.load(Ordering::Acquire) {
             return;
         }
-        dev_info!(e1000.pdev, "resetting the adapter\n");
+        if e1000.logs(msg::DRV) {
+            dev_info!(e1000.pdev, "resetting the adapter\n");
+        }
         if let Err(e) = e1000.rebuild(|_| ()) {
             // The old rings stay; the watchdog asks again if the queue still stands.
             dev_err!(e1000.pdev, "reset failed: error {}\n", e.to_errno());
@@ -506,7 +544,7 @@ impl<'bound> E1000<'bound> {
     /// receive filter as before; then the stack has it again.
     pub(crate) fn resume(&self) -> Result {
         self.netdev.with_rtnl(|| {
-            hw::reset(&self.bar);
+            reset_controller(&self.bar);
             let result = if self.netdev.is_up() {
                 self.open()
             } else {
@@ -605,7 +643,7 @@ impl<'bound> E1000<'bound> {
             self.sample_statistics(&mut stats);
             self.counting.store(false, Ordering::Relaxed);
         }
-        hw::reset(&self.bar);
+        reset_controller(&self.bar);
         // SAFETY: `irq` is requested (type invariant); this waits for a running handler.
         unsafe { bindings::synchronize_irq(self.irq) };
         // Nothing arms it any more: transmit and the poll have stopped.
@@ -693,6 +731,11 @@ impl<'bound> E1000<'bound> {
 }
 
 impl E1000<'_> {
+    /// Whether the message class `class` ([`msg`] bit) is logged.
+    fn logs(&self, class: u32) -> bool {
+        self.msg_level.load(Ordering::Relaxed) & class != 0
+    }
+
     /// Says, once per bind, that `register` read `value`: the device does not answer. The driver
     /// goes on without the statistics samples and interrupts that read all ones, and without
     /// resets and DMA while its registers do not read back (see `answers`).
@@ -744,7 +787,9 @@ impl E1000<'_> {
         let up = hw::link_up(&self.bar);
         if up != self.netdev.carrier_ok() {
             self.netdev.set_carrier(up);
-            dev_info!(self.pdev, "link {}\n", if up { "up" } else { "down" });
+            if self.logs(msg::LINK) {
+                dev_info!(self.pdev, "link {}\n", if up { "up" } else { "down" });
+            }
         }
     }
 

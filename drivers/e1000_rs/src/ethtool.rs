@@ -47,6 +47,35 @@ pub(crate) struct LinkSettings {
     pub(crate) autoneg: bool,
     /// The PHY's address on the MDIO bus.
     pub(crate) phy_address: u8,
+    /// While the link is up, whether the PHY crossed the pairs over (MDI-X) rather than not
+    /// (MDI); it chooses by itself (automatic MDI/MDI-X).
+    pub(crate) crossed_over: Option<bool>,
+}
+
+/// Wake-on-LAN, as `ethtool DEV` shows it: `WAKE_*` bits.
+pub(crate) struct WakeOnLan {
+    pub(crate) supported: u32,
+    pub(crate) enabled: u32,
+}
+
+/// What `ethtool -p` asks of the identification LED (`enum ethtool_phys_id_state`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Identify {
+    /// Identification starts: the driver may blink by itself, or ask for `On`/`Off` this many
+    /// times a second ([`Ethtool::identify`] returns it).
+    Start,
+    On,
+    Off,
+    /// Identification ends: the LEDs as before.
+    Stop,
+}
+
+/// Message classes (`NETIF_MSG_*`, which `netdev_shim.c` checks against the kernel's) of
+/// `ethtool -s DEV msglvl`.
+pub(crate) mod msg {
+    pub(crate) const DRV: u32 = 1 << 0;
+    pub(crate) const PROBE: u32 = 1 << 1;
+    pub(crate) const LINK: u32 = 1 << 2;
 }
 
 /// Descriptor ring sizes, current and most, as `ethtool -g` shows them.
@@ -74,6 +103,26 @@ pub(crate) trait Ethtool: Interface {
     /// Resizes the rings (`ethtool -G`), to counts the core checked against the most that
     /// [`Ethtool::ring_sizes`] reports.
     fn set_ring_sizes(&self, rx: u32, tx: u32) -> Result;
+    /// The message classes the driver logs ([`msg`] bits; `ethtool -s DEV msglvl`).
+    fn msg_level(&self) -> u32;
+    fn set_msg_level(&self, level: u32);
+    /// Wake-on-LAN (`ethtool DEV`, `-s DEV wol`); the core refused unsupported bits already.
+    fn wake_on_lan(&self) -> WakeOnLan;
+    fn set_wake_on_lan(&self, enabled: u32) -> Result;
+    /// Identification (`ethtool -p`): for [`Identify::Start`], how many `On`/`Off` cycles a
+    /// second the core is to ask for (0: the device blinks by itself).
+    fn identify(&self, state: Identify) -> Result<u32>;
+    /// The register dump (`ethtool -d`) has this many 32-bit words.
+    const REGS_WORDS: usize;
+    /// Fills the dump's words, zeroed, and returns its layout version.
+    fn dump_regs(&self, words: &mut [u32]) -> u32;
+    /// The EEPROM's size in bytes (`ethtool -e`).
+    fn eeprom_len(&self) -> usize;
+    /// The number `ethtool -E` must give to write the EEPROM (`ethtool_eeprom.magic`).
+    fn eeprom_magic(&self) -> u32;
+    /// Reads `bytes.len()` EEPROM bytes from `offset`, which the core checked against
+    /// [`Ethtool::eeprom_len`].
+    fn read_eeprom(&self, offset: usize, bytes: &mut [u8]) -> Result;
 }
 
 /// `get_link_ksettings`.
@@ -109,6 +158,12 @@ pub(crate) unsafe fn get_link_ksettings<A: Ethtool>(
     base.duplex = duplex as u8;
     base.port = bindings::PORT_TP as u8;
     base.phy_address = link.phy_address;
+    base.eth_tp_mdix = match link.crossed_over {
+        Some(true) => bindings::ETH_TP_MDI_X,
+        Some(false) => bindings::ETH_TP_MDI,
+        None => bindings::ETH_TP_MDI_INVALID,
+    } as u8;
+    base.eth_tp_mdix_ctrl = bindings::ETH_TP_MDI_AUTO as u8;
     base.autoneg = if link.autoneg {
         bindings::AUTONEG_ENABLE
     } else {
@@ -138,6 +193,8 @@ pub(crate) unsafe fn nway_reset<A: Ethtool>(dev: *mut NetDevice) -> c_int {
 pub(crate) unsafe fn get_ringparam<A: Ethtool>(
     dev: *mut NetDevice,
     ring: *mut bindings::ethtool_ringparam,
+    _kernel_ring: *mut c_void,
+    _extack: *mut c_void,
 ) {
     // SAFETY: As in `get_link_ksettings`.
     let sizes = unsafe { adapter::<A>(dev) }.ring_sizes();
@@ -157,6 +214,8 @@ pub(crate) unsafe fn get_ringparam<A: Ethtool>(
 pub(crate) unsafe fn set_ringparam<A: Ethtool>(
     dev: *mut NetDevice,
     ring: *mut bindings::ethtool_ringparam,
+    _kernel_ring: *mut c_void,
+    _extack: *mut c_void,
 ) -> c_int {
     // SAFETY: `ring` is valid and the core's for the call (safety requirement).
     let (rx, tx) = unsafe { ((*ring).rx_pending, (*ring).tx_pending) };
@@ -220,111 +279,248 @@ pub(crate) unsafe fn get_ethtool_stats<A: Ethtool>(
     unsafe { adapter::<A>(dev) }.stat_values(values);
 }
 
+/// Answers `Err(e)` as the negative errno the ethtool core takes, `Ok` as 0.
+fn errno(result: Result) -> c_int {
+    match result {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// `get_msglevel`.
+///
+/// # Safety
+///
+/// As for [`get_link_ksettings`].
+pub(crate) unsafe fn get_msglevel<A: Ethtool>(dev: *mut NetDevice) -> u32 {
+    // SAFETY: As in `get_link_ksettings`.
+    unsafe { adapter::<A>(dev) }.msg_level()
+}
+
+/// `set_msglevel`.
+///
+/// # Safety
+///
+/// As for [`get_link_ksettings`].
+pub(crate) unsafe fn set_msglevel<A: Ethtool>(dev: *mut NetDevice, level: u32) {
+    // SAFETY: As in `get_link_ksettings`.
+    unsafe { adapter::<A>(dev) }.set_msg_level(level)
+}
+
+/// `get_wol`.
+///
+/// # Safety
+///
+/// As for [`get_link_ksettings`], with a valid, zeroed `wol`.
+pub(crate) unsafe fn get_wol<A: Ethtool>(dev: *mut NetDevice, wol: *mut bindings::ethtool_wolinfo) {
+    // SAFETY: As in `get_link_ksettings`.
+    let answer = unsafe { adapter::<A>(dev) }.wake_on_lan();
+    // SAFETY: `wol` is valid and the core's for the call (safety requirement).
+    let wol = unsafe { &mut *wol };
+    wol.supported = answer.supported;
+    wol.wolopts = answer.enabled;
+}
+
+/// `set_wol`.
+///
+/// # Safety
+///
+/// As for [`get_wol`].
+pub(crate) unsafe fn set_wol<A: Ethtool>(
+    dev: *mut NetDevice,
+    wol: *mut bindings::ethtool_wolinfo,
+) -> c_int {
+    // SAFETY: `wol` is valid and the core's for the call (safety requirement).
+    let wanted = unsafe { (*wol).wolopts };
+    // SAFETY: As in `get_link_ksettings`.
+    errno(unsafe { adapter::<A>(dev) }.set_wake_on_lan(wanted))
+}
+
+/// `set_phys_id`.
+///
+/// # Safety
+///
+/// As for [`get_link_ksettings`].
+pub(crate) unsafe fn set_phys_id<A: Ethtool>(
+    dev: *mut NetDevice,
+    state: bindings::ethtool_phys_id_state,
+) -> c_int {
+    let state = match state {
+        bindings::ethtool_phys_id_state_ETHTOOL_ID_ACTIVE => Identify::Start,
+        bindings::ethtool_phys_id_state_ETHTOOL_ID_ON => Identify::On,
+        bindings::ethtool_phys_id_state_ETHTOOL_ID_OFF => Identify::Off,
+        bindings::ethtool_phys_id_state_ETHTOOL_ID_INACTIVE => Identify::Stop,
+        _ => return EINVAL.to_errno(),
+    };
+    // SAFETY: As in `get_link_ksettings`.
+    match unsafe { adapter::<A>(dev) }.identify(state) {
+        Ok(cycles) => c_int::try_from(cycles).unwrap_or(0),
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// `get_regs_len`: the dump's size in bytes.
+///
+/// # Safety
+///
+/// As for [`get_link_ksettings`].
+pub(crate) unsafe fn get_regs_len<A: Ethtool>(_dev: *mut NetDevice) -> c_int {
+    (A::REGS_WORDS * core::mem::size_of::<u32>()) as c_int
+}
+
+/// `get_regs`.
+///
+/// # Safety
+///
+/// As for [`get_link_ksettings`], with a valid `regs` and `data` of as many bytes as
+/// [`get_regs_len`] said, suitably aligned for `u32`s (the core's allocation).
+pub(crate) unsafe fn get_regs<A: Ethtool>(
+    dev: *mut NetDevice,
+    regs: *mut bindings::ethtool_regs,
+    data: *mut c_void,
+) {
+    // SAFETY: `data` holds `A::REGS_WORDS` words, the core's for the call (safety requirement).
+    let words = unsafe { core::slice::from_raw_parts_mut(data.cast::<u32>(), A::REGS_WORDS) };
+    words.fill(0);
+    // SAFETY: As in `get_link_ksettings`.
+    let version = unsafe { adapter::<A>(dev) }.dump_regs(words);
+    // SAFETY: `regs` is valid and the core's for the call (safety requirement).
+    unsafe { (*regs).version = version };
+}
+
+/// `get_eeprom_len`.
+///
+/// # Safety
+///
+/// As for [`get_link_ksettings`].
+pub(crate) unsafe fn get_eeprom_len<A: Ethtool>(dev: *mut NetDevice) -> c_int {
+    // SAFETY: As in `get_link_ksettings`.
+    unsafe { adapter::<A>(dev) }.eeprom_len() as c_int
+}
+
+/// `get_eeprom`: `eeprom.len` bytes from `eeprom.offset`, which the core checked against
+/// [`get_eeprom_len`].
+///
+/// # Safety
+///
+/// As for [`get_link_ksettings`], with a valid `eeprom` and `data` of `eeprom.len` bytes.
+pub(crate) unsafe fn get_eeprom<A: Ethtool>(
+    dev: *mut NetDevice,
+    eeprom: *mut bindings::ethtool_eeprom,
+    data: *mut u8,
+) -> c_int {
+    // SAFETY: As in `get_link_ksettings`.
+    let adapter = unsafe { adapter::<A>(dev) };
+    // SAFETY: `eeprom` is valid and the core's for the call (safety requirement).
+    let eeprom = unsafe { &mut *eeprom };
+    let (offset, len) = (eeprom.offset as usize, eeprom.len as usize);
+    match offset.checked_add(len) {
+        Some(end) if len > 0 && end <= adapter.eeprom_len() => {}
+        _ => return EINVAL.to_errno(),
+    }
+    eeprom.magic = adapter.eeprom_magic();
+    // SAFETY: `data` holds `len` bytes, the core's for the call (safety requirement).
+    let bytes = unsafe { core::slice::from_raw_parts_mut(data, len) };
+    errno(adapter.read_eeprom(offset, bytes))
+}
+
+/// Exports, for the [`Ethtool`] type `$adapter`, each listed `extern "C"` callback under the name
+/// `netdev_shim.c`'s `ethtool_ops` table gives it, passing its arguments on to the generic function
+/// of this module that the entry names.
+macro_rules! export_callbacks {
+    ($adapter:ty; $($c_name:ident => $callee:ident($($arg:ident: $arg_ty:ty),*) $(-> $ret:ty)?;)*) => {
+        $(
+            #[doc = concat!("`", stringify!($callee), "` of `netdev_shim.c`'s ethtool table.")]
+            ///
+            /// # Safety
+            ///
+            #[doc = concat!(
+                "As for [`ethtool::", stringify!($callee), "`](crate::ethtool::",
+                stringify!($callee), ")."
+            )]
+            #[no_mangle]
+            unsafe extern "C" fn $c_name($($arg: $arg_ty),*) $(-> $ret)? {
+                // SAFETY: By the function's safety requirements.
+                unsafe { $crate::ethtool::$callee::<$adapter>($($arg),*) }
+            }
+        )*
+    };
+}
+pub(crate) use export_callbacks;
+
 /// Exports the callbacks of `netdev_shim.c`'s `ethtool_ops` table for the [`Ethtool`] `$adapter`;
 /// `callbacks::net_device_ops!` invokes it.
 macro_rules! ethtool_ops {
     ($adapter:ty) => {
-        /// `get_link_ksettings` of `netdev_shim.c`'s ethtool table.
-        ///
-        /// # Safety
-        ///
-        /// As for [`ethtool::get_link_ksettings`](crate::ethtool::get_link_ksettings).
-        #[no_mangle]
-        unsafe extern "C" fn e1000_rs_get_link_ksettings(
-            dev: *mut $crate::netdev::NetDevice,
-            cmd: *mut ::kernel::bindings::ethtool_link_ksettings,
-        ) -> ::kernel::ffi::c_int {
-            // SAFETY: By the function's safety requirements.
-            unsafe { $crate::ethtool::get_link_ksettings::<$adapter>(dev, cmd) }
-        }
-
-        /// `nway_reset` of `netdev_shim.c`'s ethtool table.
-        ///
-        /// # Safety
-        ///
-        /// As for [`ethtool::nway_reset`](crate::ethtool::nway_reset).
-        #[no_mangle]
-        unsafe extern "C" fn e1000_rs_nway_reset(
-            dev: *mut $crate::netdev::NetDevice,
-        ) -> ::kernel::ffi::c_int {
-            // SAFETY: By the function's safety requirements.
-            unsafe { $crate::ethtool::nway_reset::<$adapter>(dev) }
-        }
-
-        /// `get_ringparam` of `netdev_shim.c`'s ethtool table.
-        ///
-        /// # Safety
-        ///
-        /// As for [`ethtool::get_ringparam`](crate::ethtool::get_ringparam).
-        #[no_mangle]
-        unsafe extern "C" fn e1000_rs_get_ringparam(
-            dev: *mut $crate::netdev::NetDevice,
-            ring: *mut ::kernel::bindings::ethtool_ringparam,
-            _kernel_ring: *mut ::kernel::ffi::c_void,
-            _extack: *mut ::kernel::ffi::c_void,
-        ) {
-            // SAFETY: By the function's safety requirements.
-            unsafe { $crate::ethtool::get_ringparam::<$adapter>(dev, ring) }
-        }
-
-        /// `set_ringparam` of `netdev_shim.c`'s ethtool table.
-        ///
-        /// # Safety
-        ///
-        /// As for [`ethtool::set_ringparam`](crate::ethtool::set_ringparam).
-        #[no_mangle]
-        unsafe extern "C" fn e1000_rs_set_ringparam(
-            dev: *mut $crate::netdev::NetDevice,
-            ring: *mut ::kernel::bindings::ethtool_ringparam,
-            _kernel_ring: *mut ::kernel::ffi::c_void,
-            _extack: *mut ::kernel::ffi::c_void,
-        ) -> ::kernel::ffi::c_int {
-            // SAFETY: By the function's safety requirements.
-            unsafe { $crate::ethtool::set_ringparam::<$adapter>(dev, ring) }
-        }
-
-        /// `get_sset_count` of `netdev_shim.c`'s ethtool table.
-        ///
-        /// # Safety
-        ///
-        /// As for [`ethtool::get_sset_count`](crate::ethtool::get_sset_count).
-        #[no_mangle]
-        unsafe extern "C" fn e1000_rs_get_sset_count(
-            dev: *mut $crate::netdev::NetDevice,
-            set: ::kernel::ffi::c_int,
-        ) -> ::kernel::ffi::c_int {
-            // SAFETY: By the function's safety requirements.
-            unsafe { $crate::ethtool::get_sset_count::<$adapter>(dev, set) }
-        }
-
-        /// `get_strings` of `netdev_shim.c`'s ethtool table.
-        ///
-        /// # Safety
-        ///
-        /// As for [`ethtool::get_strings`](crate::ethtool::get_strings).
-        #[no_mangle]
-        unsafe extern "C" fn e1000_rs_get_strings(
-            dev: *mut $crate::netdev::NetDevice,
-            set: u32,
-            data: *mut u8,
-        ) {
-            // SAFETY: By the function's safety requirements.
-            unsafe { $crate::ethtool::get_strings::<$adapter>(dev, set, data) }
-        }
-
-        /// `get_ethtool_stats` of `netdev_shim.c`'s ethtool table.
-        ///
-        /// # Safety
-        ///
-        /// As for [`ethtool::get_ethtool_stats`](crate::ethtool::get_ethtool_stats).
-        #[no_mangle]
-        unsafe extern "C" fn e1000_rs_get_ethtool_stats(
-            dev: *mut $crate::netdev::NetDevice,
-            stats: *mut ::kernel::ffi::c_void,
-            data: *mut u64,
-        ) {
-            // SAFETY: By the function's safety requirements.
-            unsafe { $crate::ethtool::get_ethtool_stats::<$adapter>(dev, stats, data) }
+        $crate::ethtool::export_callbacks! { $adapter;
+            e1000_rs_get_link_ksettings => get_link_ksettings(
+                dev: *mut $crate::netdev::NetDevice,
+                cmd: *mut ::kernel::bindings::ethtool_link_ksettings
+            ) -> ::kernel::ffi::c_int;
+            e1000_rs_nway_reset => nway_reset(
+                dev: *mut $crate::netdev::NetDevice
+            ) -> ::kernel::ffi::c_int;
+            e1000_rs_get_ringparam => get_ringparam(
+                dev: *mut $crate::netdev::NetDevice,
+                ring: *mut ::kernel::bindings::ethtool_ringparam,
+                kernel_ring: *mut ::kernel::ffi::c_void,
+                extack: *mut ::kernel::ffi::c_void
+            );
+            e1000_rs_set_ringparam => set_ringparam(
+                dev: *mut $crate::netdev::NetDevice,
+                ring: *mut ::kernel::bindings::ethtool_ringparam,
+                kernel_ring: *mut ::kernel::ffi::c_void,
+                extack: *mut ::kernel::ffi::c_void
+            ) -> ::kernel::ffi::c_int;
+            e1000_rs_get_sset_count => get_sset_count(
+                dev: *mut $crate::netdev::NetDevice,
+                set: ::kernel::ffi::c_int
+            ) -> ::kernel::ffi::c_int;
+            e1000_rs_get_strings => get_strings(
+                dev: *mut $crate::netdev::NetDevice,
+                set: u32,
+                data: *mut u8
+            );
+            e1000_rs_get_ethtool_stats => get_ethtool_stats(
+                dev: *mut $crate::netdev::NetDevice,
+                stats: *mut ::kernel::ffi::c_void,
+                data: *mut u64
+            );
+            e1000_rs_get_msglevel => get_msglevel(
+                dev: *mut $crate::netdev::NetDevice
+            ) -> u32;
+            e1000_rs_set_msglevel => set_msglevel(
+                dev: *mut $crate::netdev::NetDevice,
+                level: u32
+            );
+            e1000_rs_get_wol => get_wol(
+                dev: *mut $crate::netdev::NetDevice,
+                wol: *mut ::kernel::bindings::ethtool_wolinfo
+            );
+            e1000_rs_set_wol => set_wol(
+                dev: *mut $crate::netdev::NetDevice,
+                wol: *mut ::kernel::bindings::ethtool_wolinfo
+            ) -> ::kernel::ffi::c_int;
+            e1000_rs_set_phys_id => set_phys_id(
+                dev: *mut $crate::netdev::NetDevice,
+                state: ::kernel::bindings::ethtool_phys_id_state
+            ) -> ::kernel::ffi::c_int;
+            e1000_rs_get_regs_len => get_regs_len(
+                dev: *mut $crate::netdev::NetDevice
+            ) -> ::kernel::ffi::c_int;
+            e1000_rs_get_regs => get_regs(
+                dev: *mut $crate::netdev::NetDevice,
+                regs: *mut ::kernel::bindings::ethtool_regs,
+                data: *mut ::kernel::ffi::c_void
+            );
+            e1000_rs_get_eeprom_len => get_eeprom_len(
+                dev: *mut $crate::netdev::NetDevice
+            ) -> ::kernel::ffi::c_int;
+            e1000_rs_get_eeprom => get_eeprom(
+                dev: *mut $crate::netdev::NetDevice,
+                eeprom: *mut ::kernel::bindings::ethtool_eeprom,
+                data: *mut u8
+            ) -> ::kernel::ffi::c_int;
         }
     };
 }

@@ -138,7 +138,7 @@ pub(crate) fn add_statistics(bar: &Bar0<'_>, stats: &mut HwStats) -> bool {
 /// gone from the bus reads. Inlined, so that the offset stays a constant whose range is checked
 /// at build time.
 #[inline(always)]
-fn read32(bar: &Bar0<'_>, offset: usize) -> u32 {
+pub(crate) fn read32(bar: &Bar0<'_>, offset: usize) -> u32 {
     let value = bar.read32(offset);
     if mmio_read_fails() {
         ALL_ONES
@@ -244,7 +244,7 @@ pub(crate) fn reset(bar: &Bar0<'_>) {
 }
 
 /// Reads one 16-bit EEPROM word through EERD.
-fn read_eeprom(bar: &Bar0<'_>, word: u32) -> Result<u16> {
+pub(crate) fn read_eeprom(bar: &Bar0<'_>, word: u32) -> Result<u16> {
     bar.write32(
         regs::EERD_START | (word << regs::EERD_ADDR_SHIFT),
         regs::EERD,
@@ -580,4 +580,51 @@ fn write_receive_address(bar: &Bar0<'_>, index: usize, mac: Option<&MacAddress>)
     debug_assert!(index < regs::RAR_ENTRIES);
     let _ = bar.try_write32(low, regs::RAL0 + 8 * index);
     let _ = bar.try_write32(high, regs::RAH0 + 8 * index);
+}
+
+/// The EEPROM's size in 16-bit words: a Microwire EEPROM of 64 or 256 (EECD.EE_SIZE).
+pub(crate) fn eeprom_words(bar: &Bar0<'_>) -> usize {
+    if read32(bar, regs::EECD) & regs::EECD_SIZE != 0 {
+        256
+    } else {
+        64
+    }
+}
+
+/// LED Control, as it is.
+pub(crate) fn led_control(bar: &Bar0<'_>) -> u32 {
+    read32(bar, regs::LEDCTL)
+}
+
+/// Sets LED Control.
+pub(crate) fn set_led_control(bar: &Bar0<'_>, ledctl: u32) {
+    bar.write32(ledctl, regs::LEDCTL);
+}
+
+/// The MAC registers of the C driver's `ethtool -d` layout, in its order: CTRL, STATUS, RCTL,
+/// RDLEN, RDH, RDT, RDTR, TCTL, TDLEN, TDH, TDT, TIDV, and MANC.
+pub(crate) struct MacDump {
+    pub(crate) first: [u32; 12],
+    pub(crate) manc: u32,
+}
+
+/// Reads the registers of [`MacDump`].
+pub(crate) fn dump_mac(bar: &Bar0<'_>) -> MacDump {
+    MacDump {
+        first: [
+            read32(bar, regs::CTRL),
+            read32(bar, regs::STATUS),
+            read32(bar, regs::RCTL),
+            read32(bar, regs::RDLEN),
+            read32(bar, regs::RDH),
+            read32(bar, regs::RDT),
+            read32(bar, regs::RDTR),
+            read32(bar, regs::TCTL),
+            read32(bar, regs::TDLEN),
+            read32(bar, regs::TDH),
+            read32(bar, regs::TDT),
+            read32(bar, regs::TIDV),
+        ],
+        manc: read32(bar, regs::MANC),
+    }
 }

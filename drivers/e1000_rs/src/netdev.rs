@@ -130,6 +130,7 @@ extern "C" {
     fn e1000_rs_dev_addr(dev: *mut NetDevice) -> *const u8;
     fn e1000_rs_sockaddr_data(sockaddr: *mut c_void) -> *const u8;
     fn e1000_rs_valid_ether_addr(addr: *const u8) -> bool;
+    fn e1000_rs_device_can_wakeup(dev: *mut c_void) -> bool;
     fn e1000_rs_carrier(dev: *mut NetDevice, on: bool);
     fn e1000_rs_carrier_ok(dev: *mut NetDevice) -> bool;
     fn e1000_rs_flags(dev: *mut NetDevice) -> c_uint;
@@ -232,6 +233,28 @@ impl Iterator for HwAddrs<'_> {
 pub(crate) fn valid_ether_addr(addr: &MacAddress) -> bool {
     // SAFETY: `addr` points to 6 readable bytes.
     unsafe { e1000_rs_valid_ether_addr(addr.as_ptr()) }
+}
+
+/// Whether the PCI core found that `dev` can wake the system (`device_can_wakeup`: it has the
+/// power management capability and signals PME).
+pub(crate) fn can_wake_system(dev: &kernel::device::Device) -> bool {
+    // SAFETY: `dev` is a valid device for the call.
+    unsafe { e1000_rs_device_can_wakeup(raw_device(dev).cast()) }
+}
+
+/// Says whether `dev` is to wake the system (`device_set_wakeup_enable`); nothing for a device
+/// that cannot.
+pub(crate) fn set_wakes_system(dev: &kernel::device::Device, on: bool) {
+    // SAFETY: `dev` is a valid device for the call. The answer says only whether it can wake.
+    let _ = unsafe { bindings::device_set_wakeup_enable(raw_device(dev), on) };
+}
+
+/// The C `struct device` of `dev`: `Device` is transparent over `Opaque<bindings::device>`, itself
+/// transparent over the C struct (as `dma_local` relies on too).
+fn raw_device(dev: &kernel::device::Device) -> *mut bindings::device {
+    core::ptr::from_ref(dev)
+        .cast::<bindings::device>()
+        .cast_mut()
 }
 
 /// A `net_device` this driver allocated, with its NAPI context.

@@ -62,7 +62,24 @@ static const struct ethtool_ops e1000_rs_ethtool_ops = {
 	.get_sset_count = e1000_rs_get_sset_count,
 	.get_strings = e1000_rs_get_strings,
 	.get_ethtool_stats = e1000_rs_get_ethtool_stats,
+	.get_msglevel = e1000_rs_get_msglevel,
+	.set_msglevel = e1000_rs_set_msglevel,
+	.get_wol = e1000_rs_get_wol,
+	.set_wol = e1000_rs_set_wol,
+	.set_phys_id = e1000_rs_set_phys_id,
+	.get_regs_len = e1000_rs_get_regs_len,
+	.get_regs = e1000_rs_get_regs,
+	.get_eeprom_len = e1000_rs_get_eeprom_len,
+	.get_eeprom = e1000_rs_get_eeprom,
 };
+
+/* ethtool.rs's msg module names the message classes with these values. */
+static_assert(NETIF_MSG_DRV == 1 << 0 && NETIF_MSG_PROBE == 1 << 1 && NETIF_MSG_LINK == 1 << 2);
+
+bool e1000_rs_device_can_wakeup(struct device *dev)
+{
+	return device_can_wakeup(dev);
+}
 
 /* The features are offload.rs's choice; this only spells them as the stack does. */
 struct net_device *e1000_rs_alloc_netdev(struct device *parent, bool hw_csum, bool sg, bool tso,

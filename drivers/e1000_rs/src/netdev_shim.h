@@ -40,6 +40,15 @@ int e1000_rs_set_ringparam(struct net_device *dev, struct ethtool_ringparam *rin
 int e1000_rs_get_sset_count(struct net_device *dev, int set);
 void e1000_rs_get_strings(struct net_device *dev, u32 set, u8 *data);
 void e1000_rs_get_ethtool_stats(struct net_device *dev, struct ethtool_stats *stats, u64 *data);
+u32 e1000_rs_get_msglevel(struct net_device *dev);
+void e1000_rs_set_msglevel(struct net_device *dev, u32 level);
+void e1000_rs_get_wol(struct net_device *dev, struct ethtool_wolinfo *wol);
+int e1000_rs_set_wol(struct net_device *dev, struct ethtool_wolinfo *wol);
+int e1000_rs_set_phys_id(struct net_device *dev, enum ethtool_phys_id_state state);
+int e1000_rs_get_regs_len(struct net_device *dev);
+void e1000_rs_get_regs(struct net_device *dev, struct ethtool_regs *regs, void *data);
+int e1000_rs_get_eeprom_len(struct net_device *dev);
+int e1000_rs_get_eeprom(struct net_device *dev, struct ethtool_eeprom *eeprom, u8 *data);
 
 /*
  * The counters e1000_rs reports through ndo_get_stats64; netdev.rs's Stats mirrors this layout
@@ -75,6 +84,7 @@ void e1000_rs_set_hw_addr(struct net_device *dev, const u8 *addr);
 const u8 *e1000_rs_dev_addr(struct net_device *dev);
 const u8 *e1000_rs_sockaddr_data(void *sockaddr);
 bool e1000_rs_valid_ether_addr(const u8 *addr);
+bool e1000_rs_device_can_wakeup(struct device *dev);
 void e1000_rs_carrier(struct net_device *dev, bool on);
 bool e1000_rs_carrier_ok(struct net_device *dev);
 unsigned int e1000_rs_flags(struct net_device *dev);

@@ -188,3 +188,47 @@ pub(crate) const TX_POPTS_IXSM: u8 = 1 << 0;
 
 /// EEPROM words 0 to 2 hold the Ethernet address.
 pub(crate) const EEPROM_MAC_WORDS: u32 = 3;
+/// EEPROM word 4, ID LED Settings: a 4-bit code per LED (LED0 lowest) saying what it shows in the
+/// two identification modes; 0x0000 and 0xFFFF mean none is set.
+pub(crate) const EEPROM_ID_LED_SETTINGS: u32 = 0x04;
+/// EEPROM word 0x24, Initialization Control 3 (port A), and its APM Enable bit: wake on a magic
+/// packet by default.
+pub(crate) const EEPROM_INIT_CONTROL3_PORT_A: u32 = 0x24;
+pub(crate) const EEPROM_APME: u16 = 1 << 10;
+
+/// EECD: EEPROM Size: a Microwire EEPROM of 256 words rather than 64.
+pub(crate) const EECD_SIZE: u32 = 1 << 9;
+
+/// MDI Control: reads and writes a PHY register through the MDIO interface.
+pub(crate) const MDIC: usize = 0x0020;
+pub(crate) const MDIC_REG_SHIFT: u32 = 16;
+pub(crate) const MDIC_PHY_SHIFT: u32 = 21;
+pub(crate) const MDIC_OP_WRITE: u32 = 1 << 26;
+pub(crate) const MDIC_OP_READ: u32 = 2 << 26;
+pub(crate) const MDIC_READY: u32 = 1 << 28;
+pub(crate) const MDIC_ERROR: u32 = 1 << 30;
+/// The address of the 82540EM's internal PHY on its MDIO bus.
+pub(crate) const PHY_ADDRESS: u32 = 1;
+
+/// LED Control: a byte per LED, whose low four bits select what it shows; the two below are on
+/// and off whatever the link does.
+pub(crate) const LEDCTL: usize = 0x0e00;
+pub(crate) const LEDCTL_MODE_ON: u32 = 0xe;
+pub(crate) const LEDCTL_MODE_OFF: u32 = 0xf;
+/// Management Control.
+pub(crate) const MANC: usize = 0x5820;
+
+/// Registers of the internal PHY (an M88E1011-compatible one): 1000BASE-T Status (its low byte
+/// counts idle errors), PHY Specific Control and Status, Receive Error Counter.
+pub(crate) const PHY_1000T_STATUS: u32 = 10;
+pub(crate) const PHY_1000T_IDLE_ERRORS: u16 = 0xff;
+pub(crate) const M88_PHY_SPEC_CTRL: u32 = 16;
+pub(crate) const M88_PHY_SPEC_STATUS: u32 = 17;
+pub(crate) const M88_RX_ERR_CNTR: u32 = 21;
+/// M88 PHY Specific Control: polarity reversal disabled, MDI/MDI-X chosen automatically (both
+/// bits of the crossover mode), carrier sense asserted while transmitting.
+pub(crate) const M88_PSCR_POLARITY_REVERSAL_DISABLED: u16 = 1 << 1;
+pub(crate) const M88_PSCR_AUTO_CROSSOVER: u16 = 3 << 5;
+pub(crate) const M88_PSCR_ASSERT_CRS_ON_TX: u16 = 1 << 11;
+/// M88 PHY Specific Status: the pairs are crossed over (MDI-X).
+pub(crate) const M88_PSSR_MDIX: u16 = 1 << 6;

@@ -1,14 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! What ethtool reads and sets on the adapter (`crate::ethtool::Ethtool`): the statistics of
-//! `ethtool -S` under the C driver's names, the link settings, autonegotiation restarts and the
-//! ring sizes of `ethtool -g`/`-G`.
+//! `ethtool -S` under the C driver's names, the link settings with MDI-X, autonegotiation
+//! restarts, the ring sizes of `ethtool -g`/`-G`, the message level, Wake-on-LAN, LED
+//! identification (`-p`), the register dump in the C driver's layout (`-d`) and the EEPROM
+//! (`-e`).
 
-use kernel::prelude::*;
+use core::sync::atomic::{AtomicU32, Ordering};
 
-use crate::ethtool::{link_mode, Ethtool, LinkSettings, RingSizes};
+use kernel::{bindings, prelude::*};
+
+use crate::ethtool::{link_mode, Ethtool, Identify, LinkSettings, RingSizes, WakeOnLan};
 use crate::hw::{self, HwStats};
-use crate::netdev::Stats;
+use crate::netdev::{self, Stats};
+use crate::phy;
+use crate::regs;
 use crate::ring_common::RingSize;
 use crate::tx::TX_RING_MIN;
 
@@ -55,6 +61,92 @@ const ETHTOOL_STATS: [(&core::ffi::CStr, StatSource); 22] = [
     (c"tx_tcp_seg_failed", |s| s.hw.tso_failed),
 ];
 
+/// The Wake-on-LAN events the 82540EM's wake-up filters take: unicast, multicast and broadcast
+/// frames, and magic packets.
+const WAKE_SUPPORTED: u32 =
+    bindings::WAKE_UCAST | bindings::WAKE_MCAST | bindings::WAKE_BCAST | bindings::WAKE_MAGIC;
+
+/// The register dump's layout version, as the C driver's (1 in the top byte, then the PCI
+/// revision and device ID), so that ethtool reads the same words the same way.
+const REGS_LAYOUT: u32 = 1 << 24;
+
+/// `EOPNOTSUPP`, which 7.2's `kernel::error::code` does not name.
+fn eopnotsupp() -> Error {
+    Error::from_errno(-(bindings::EOPNOTSUPP as i32))
+}
+
+/// LED Control as identification found it, and the two modes it alternates between; written only
+/// by `ethtool -p`'s calls, which the RTNL lock serialises.
+#[derive(Default)]
+pub(super) struct IdentifyLeds {
+    saved: AtomicU32,
+    first: AtomicU32,
+    second: AtomicU32,
+}
+
+/// The PHY's error counts, summed over the reads of its clear-on-read counters.
+#[derive(Default)]
+pub(super) struct PhyErrors {
+    idle: AtomicU32,
+    receive: AtomicU32,
+}
+
+impl PhyErrors {
+    /// Adds `n` to `count`, which only RTNL-serialised callers change.
+    fn add(count: &AtomicU32, n: u16) -> u32 {
+        let sum = count.load(Ordering::Relaxed).wrapping_add(n.into());
+        count.store(sum, Ordering::Relaxed);
+        sum
+    }
+}
+
+/// What the ID LED Settings EEPROM word asks of one LED in the identification modes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum LedAction {
+    AsConfigured,
+    On,
+    Off,
+}
+
+/// The 82540EM's ID LED settings when the EEPROM sets none: LED0 and LED1 as configured, LED2
+/// off in both modes, LED3 off in the first and on in the second.
+const ID_LED_DEFAULT: u16 = 0x8911;
+
+/// The actions of one LED's 4-bit code, 1 to 9 in the order (first mode, second mode) =
+/// (configured, on, off) x (configured, on, off); any other code leaves the LED as configured.
+fn led_actions(code: u16) -> (LedAction, LedAction) {
+    const ACTIONS: [LedAction; 3] = [LedAction::AsConfigured, LedAction::On, LedAction::Off];
+    match code {
+        1..=9 => {
+            let i = usize::from(code - 1);
+            (ACTIONS[i / 3], ACTIONS[i % 3])
+        }
+        _ => (LedAction::AsConfigured, LedAction::AsConfigured),
+    }
+}
+
+/// LED Control in the two identification modes, from `ledctl` as configured and the EEPROM's ID
+/// LED settings: each of the four LEDs' bytes is kept or replaced by an always-on or always-off
+/// mode.
+fn identify_modes(ledctl: u32, settings: u16) -> (u32, u32) {
+    let settings = match settings {
+        0 | 0xffff => ID_LED_DEFAULT,
+        set => set,
+    };
+    let apply = |mode: u32, led: u32, action: LedAction| {
+        let shift = 8 * led;
+        match action {
+            LedAction::AsConfigured => mode,
+            LedAction::On => (mode & !(0xff << shift)) | (regs::LEDCTL_MODE_ON << shift),
+            LedAction::Off => (mode & !(0xff << shift)) | (regs::LEDCTL_MODE_OFF << shift),
+        }
+    };
+    (0..4).fold((ledctl, ledctl), |(first, second), led| {
+        let (in_first, in_second) = led_actions((settings >> (4 * led)) & 0xf);
+        (apply(first, led, in_first), apply(second, led, in_second))
+    })
+}
+
 impl Ethtool for E1000<'_> {
     const STAT_COUNT: usize = ETHTOOL_STATS.len();
 
@@ -91,6 +183,12 @@ impl Ethtool for E1000<'_> {
             speed_duplex: hw::link_speed_duplex(&self.bar),
             autoneg: true,
             phy_address: 0,
+            crossed_over: self
+                .netdev
+                .carrier_ok()
+                .then(|| phy::read(&self.bar, regs::M88_PHY_SPEC_STATUS).ok())
+                .flatten()
+                .map(|pssr| pssr & regs::M88_PSSR_MDIX != 0),
         }
     }
 
@@ -115,5 +213,118 @@ impl Ethtool for E1000<'_> {
             settings.rx_ring = rx;
             settings.tx_ring = tx;
         })
+    }
+
+    fn msg_level(&self) -> u32 {
+        self.msg_level.load(Ordering::Relaxed)
+    }
+
+    fn set_msg_level(&self, level: u32) {
+        self.msg_level.store(level, Ordering::Relaxed);
+    }
+
+    /// As the C driver: every wake-up filter is supported, and what is enabled counts only where
+    /// the device can wake the system at all.
+    fn wake_on_lan(&self) -> WakeOnLan {
+        let enabled = if netdev::can_wake_system(self.pdev.as_ref()) {
+            self.wake_on_lan.load(Ordering::Relaxed)
+        } else {
+            0
+        };
+        WakeOnLan {
+            supported: WAKE_SUPPORTED,
+            enabled,
+        }
+    }
+
+    /// As the C driver: a device that cannot wake the system takes only "none"
+    /// (`EOPNOTSUPP` otherwise).
+    fn set_wake_on_lan(&self, enabled: u32) -> Result {
+        if enabled & !WAKE_SUPPORTED != 0 {
+            return Err(eopnotsupp());
+        }
+        let dev = self.pdev.as_ref();
+        if !netdev::can_wake_system(dev) {
+            return if enabled == 0 {
+                Ok(())
+            } else {
+                Err(eopnotsupp())
+            };
+        }
+        self.wake_on_lan.store(enabled, Ordering::Relaxed);
+        netdev::set_wakes_system(dev, enabled != 0);
+        Ok(())
+    }
+
+    /// Alternates the LEDs between the EEPROM's two identification modes, twice a second, as the
+    /// C driver does; the end puts LED Control back.
+    fn identify(&self, state: Identify) -> Result<u32> {
+        let leds = &self.identify_leds;
+        match state {
+            Identify::Start => {
+                let ledctl = hw::led_control(&self.bar);
+                let settings = hw::read_eeprom(&self.bar, regs::EEPROM_ID_LED_SETTINGS)?;
+                let (first, second) = identify_modes(ledctl, settings);
+                leds.saved.store(ledctl, Ordering::Relaxed);
+                leds.first.store(first, Ordering::Relaxed);
+                leds.second.store(second, Ordering::Relaxed);
+                hw::set_led_control(&self.bar, first);
+                return Ok(2);
+            }
+            Identify::On => hw::set_led_control(&self.bar, leds.second.load(Ordering::Relaxed)),
+            Identify::Off => hw::set_led_control(&self.bar, leds.first.load(Ordering::Relaxed)),
+            Identify::Stop => hw::set_led_control(&self.bar, leds.saved.load(Ordering::Relaxed)),
+        }
+        Ok(0)
+    }
+
+    const REGS_WORDS: usize = 32;
+
+    /// The C driver's layout for an M88 PHY: the MAC registers of [`hw::MacDump`], PHY type 0
+    /// (M88), the PHY Specific Status (cable length, polarity and MDI-X fields) and Control
+    /// (extended distance, polarity correction) registers, the PHY's idle and receive error
+    /// counts, 1000BASE-T Status (local and remote receiver status) and MANC. A PHY register that
+    /// cannot be read stays 0.
+    fn dump_regs(&self, words: &mut [u32]) -> u32 {
+        let mac = hw::dump_mac(&self.bar);
+        // Word by word: a slice copy's length check would add a panic path.
+        for (word, &value) in words.iter_mut().zip(mac.first.iter()) {
+            *word = value;
+        }
+        let phy = |reg| phy::read(&self.bar, reg).map_or(0, u32::from);
+        let (status, control) = (phy(regs::M88_PHY_SPEC_STATUS), phy(regs::M88_PHY_SPEC_CTRL));
+        let t1000 = phy::read(&self.bar, regs::PHY_1000T_STATUS).unwrap_or(0);
+        let receive_errors = phy::read(&self.bar, regs::M88_RX_ERR_CNTR).unwrap_or(0);
+        let errors = &self.phy_errors;
+        words[13] = status;
+        words[17] = control;
+        words[18] = status;
+        words[20] = control;
+        words[21] = PhyErrors::add(&errors.idle, t1000 & regs::PHY_1000T_IDLE_ERRORS);
+        words[22] = PhyErrors::add(&errors.receive, receive_errors);
+        words[23] = status;
+        words[24] = t1000.into();
+        words[25] = t1000.into();
+        words[26] = mac.manc;
+        REGS_LAYOUT | (u32::from(self.pdev.revision_id()) << 16) | u32::from(self.pdev.device_id())
+    }
+
+    fn eeprom_len(&self) -> usize {
+        2 * hw::eeprom_words(&self.bar)
+    }
+
+    /// The C driver's: the PCI vendor and device IDs.
+    fn eeprom_magic(&self) -> u32 {
+        u32::from(self.pdev.vendor_id().as_raw()) | (u32::from(self.pdev.device_id()) << 16)
+    }
+
+    /// Word by word through EERD; the EEPROM's words are little-endian.
+    fn read_eeprom(&self, offset: usize, bytes: &mut [u8]) -> Result {
+        for (i, byte) in bytes.iter_mut().enumerate() {
+            let at = offset + i;
+            let word = u32::try_from(at / 2).map_err(|_| EINVAL)?;
+            *byte = hw::read_eeprom(&self.bar, word)?.to_le_bytes()[at % 2];
+        }
+        Ok(())
     }
 }

@@ -17,10 +17,45 @@ hw_stat() { ethtool -S eth0 | awk -v name="$1:" '$1 == name { print $2 }'; }
 # stat_names: the names ethtool -S eth0 shows, space-separated.
 stat_names() { ethtool -S eth0 | sed -n 's/^ *\([a-z0-9_]*\): .*/\1/p' | tr '\n' ' '; }
 
-# link_settings: ethtool eth0 without what only the C driver reports (Wake-on, message level,
-# MDI-X), on one line.
+# link_settings: ethtool eth0 on one line, without the Wake-on, message level and MDI-X lines, which
+# ethtool_answers compares once the C driver has read its PHY.
 link_settings() {
     ethtool eth0 | grep -vE 'Wake-on|message level|drv probe link|MDI-X' | tr -s ' \t' ' ' | tr '\n' '|'
+}
+
+# regs_words FIRST LAST: words FIRST to LAST (from 0) of ethtool -d eth0's raw dump, in hex.
+regs_words() {
+    ethtool -d eth0 raw on | od -An -tx4 -v | tr -s ' \n' '  ' | cut -d' ' -f"$(($1 + 2))-$(($2 + 2))"
+}
+
+# ethtool_answers: what the driver answers to ethtool's other commands (message level, Wake-on-LAN,
+# EEPROM, register dump, identification), as the host compares them between the drivers. The C
+# driver reads its PHY's MDI-X state 2 s after the link comes up: the settings are read after that.
+ethtool_answers() {
+    sleep 3
+    diag "settings_full=$(answer ethtool eth0)"
+    diag "msglvl_set=$(answer ethtool -s eth0 msglvl 0x3)"
+    diag "msglvl_shown=$(ethtool eth0 | grep -A1 'message level' | tr -s ' \t' ' ' | tr '\n' '|')"
+    diag "msglvl_named=$(answer ethtool -s eth0 msglvl link off)"
+    diag "msglvl_after_named=$(ethtool eth0 | grep 'message level' | tr -s ' \t' ' ')"
+    check msglvl-default ethtool -s eth0 msglvl 0x7
+    diag "wol_magic=$(answer ethtool -s eth0 wol g)"
+    diag "wol_none=$(answer ethtool -s eth0 wol d)"
+    diag "wol_phy=$(answer ethtool -s eth0 wol p)"
+    diag "wol_shown=$(ethtool eth0 | grep Wake-on | tr -s ' \t' ' ' | tr '\n' '|')"
+    # Each NIC's EEPROM holds its own Ethernet address (bytes 0-5) and checksum (the last word):
+    # those are checked against the interface; the rest is compared.
+    diag "eeprom=$(answer ethtool -e eth0 offset 6 length 120)"
+    diag "eeprom_part=$(answer ethtool -e eth0 offset 7 length 9)"
+    diag "eeprom_beyond=$(answer ethtool -e eth0 offset 128 length 4)"
+    diag "eeprom_address=$(ethtool -e eth0 raw on | od -An -tx1 -N6 | tr -s ' \n' ':' | sed 's/^://; s/:$//')"
+    diag "interface_address=$(cat /sys/class/net/eth0/address)"
+    diag "eeprom_word_sum=$(ethtool -e eth0 raw on | od -An -tu2 -v | tr -s ' \n' '\n' | grep . |
+        awk '{ sum = (sum + $1) % 65536 } END { printf "0x%04x", sum }')"
+    diag "regs_size=$(ethtool -d eth0 raw on | wc -c)"
+    # The PHY's part (type, specific status and control, error counts, 1000BASE-T status) and MANC.
+    diag "regs_phy=$(regs_words 12 31)"
+    diag "identify=$(answer ethtool -p eth0 1)"
 }
 
 # sha_of_received PORT [SECONDS]: the sha256 of what arrives on PORT.

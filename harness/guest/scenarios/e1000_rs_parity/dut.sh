@@ -20,6 +20,41 @@ diag "link_settings=$(link_settings)"
 diag "rings=$(oneline ethtool -g eth0)"
 diag "stat_names=$(stat_names)"
 
+# The other ethtool answers, compared by the host; then what they do to e1000_rs.
+ethtool_answers
+# The message level gates the link messages: none at a restart without "link", one with it.
+link_logs() { dmesg | grep -c "e1000_rs $pci: link up"; }
+logged=$(link_logs)
+check msglvl-without-link ethtool -s eth0 msglvl 0x3
+check restart-unlogged ethtool -r eth0
+check carrier-after-unlogged wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+sleep 1
+diag "link_messages_unlogged=$(($(link_logs) - logged))"
+check msglvl-with-link ethtool -s eth0 msglvl 0x7
+check restart-logged ethtool -r eth0
+check link-message wait_for 30 sh -c "test \$(dmesg | grep -c 'e1000_rs $pci: link up') -gt $logged"
+diag "link_messages_logged=$(($(link_logs) - logged))"
+check ping-after-restarts wait_for 30 ping -c 1 -W 1 $PEER
+# ethtool -p: LED Control alternates between the identification modes, then is as before.
+bar=/sys/bus/pci/devices/$pci/resource0
+ledctl=$(mmio "$bar" 0xe00)
+(ethtool -p eth0 2 >/dev/null 2>&1) &
+identify=$!
+samples=""
+for _ in 1 2 3 4 5 6 7 8; do
+    sleep 0.1
+    samples="$samples $(mmio "$bar" 0xe00)"
+done
+wait $identify
+diag "ledctl_before=$ledctl"
+diag "ledctl_identifying=$(echo "$samples" | tr ' ' '\n' | grep . | sort -u | tr '\n' ' ')"
+diag "ledctl_after=$(mmio "$bar" 0xe00)"
+# ethtool -d shows what the registers hold: RDTR written through BAR0, then put back.
+rdtr=$(mmio "$bar" 0x2820)
+mmio "$bar" 0x2820 0x2a >/dev/null
+diag "rdtr_dumped=$(regs_words 6 6)"
+mmio "$bar" 0x2820 "$rdtr" >/dev/null
+
 # ethtool -S against the wire: the peer sends 50 broadcast frames of 100 bytes, which the statistics
 # registers count (with what else arrives meanwhile: an ARP request or two).
 rx_broadcast=$(hw_stat rx_broadcast)
@@ -146,7 +181,6 @@ check vlan-delete /bin/ip link del eth0.5
 
 # A transmitter that stops behind the driver's back (TCTL.EN cleared through the BAR) fills the
 # ring; the stack's watchdog calls ndo_tx_timeout and the driver's reset brings it back.
-bar=/sys/bus/pci/devices/$pci/resource0
 tctl=$(mmio "$bar" 0x400)
 ping -i 0.02 -c 1000 -W 1 $PEER >/dev/null 2>&1 &
 pinger=$!

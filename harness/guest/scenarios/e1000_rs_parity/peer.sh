@@ -8,6 +8,7 @@ check ping-dut wait_for 60 ping -c 1 -W 1 $DUT
 diag "link_settings=$(link_settings)"
 diag "rings=$(oneline ethtool -g eth0)"
 diag "stat_names=$(stat_names)"
+ethtool_answers
 
 timeout 300 netpipe recv 6001 >/dev/null
 check send-broadcasts rawframes eth0 ff:ff:ff:ff:ff:ff 0x88b5 100 50
