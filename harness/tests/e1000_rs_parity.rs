@@ -1,6 +1,6 @@
 //! e1000_rs as users' tools see it, against the C e1000 on the other end of a UDP socket link on
 //! 127.0.0.1: Debian's ethtool (`-i`, link settings with MDI-X, `-g`/`-G`, `-S`, `-k`/`-K`, `-r`,
-//! `-s msglvl`, `-s wol`, `-e`, `-d`, `-p`) and
+//! `-a`/`-A`, `-s msglvl`, `-s wol`, `-e`, `-d`, `-p`) and
 //! iproute2's `ip` (MTU and jumbo frames, 802.1Q VLANs), then a transmit hang that the
 //! watchdog's reset cures.
 //! Wherever both drivers answer the same command, the host compares their answers.
@@ -80,6 +80,13 @@ fn e1000_rs_ethtool_mtu_vlan_and_reset_against_the_c_e1000() {
         "regs_size",
         "regs_phy",
         "identify",
+        "pause",
+        "pause_forced_set",
+        "pause_forced",
+        "pause_none_set",
+        "pause_none",
+        "pause_both_set",
+        "pause_both",
     ] {
         assert_eq!(
             dut.diagnostic(key),
@@ -221,6 +228,15 @@ fn e1000_rs_ethtool_mtu_vlan_and_reset_against_the_c_e1000() {
         dut.diagnostic("ledctl_after"),
         before,
         "LEDCTL after ethtool -p"
+    );
+    assert_eq!(
+        [
+            dut.diagnostic("fc_forced_rx"),
+            dut.diagnostic("fc_negotiated_none"),
+            dut.diagnostic("fc_negotiated_both"),
+        ],
+        ["1", "0", "1"],
+        "CTRL.RFCE (1) and TFCE (2) after ethtool -A: forced rx, negotiated none, negotiated both"
     );
     assert_eq!(
         dut.diagnostic("rdtr_dumped"),

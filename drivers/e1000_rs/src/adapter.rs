@@ -25,6 +25,7 @@ use crate::netdev::{
 };
 use crate::offload;
 use crate::open_rings::Rings;
+use crate::pause::{self, FlowControl};
 use crate::phy;
 use crate::regs;
 use crate::ring_common::RingSize;
@@ -149,6 +150,13 @@ pub(crate) struct E1000<'bound> {
     /// and under the RTNL lock, as the C driver's reset task does.
     #[pin]
     reset_work: Work,
+    /// Resolves flow control after a link change with the link up (the interrupt cannot read the
+    /// PHY).
+    #[pin]
+    link_work: Work,
+    /// Flow control (`ethtool -a`/`-A`); changed under the RTNL lock.
+    #[pin]
+    flow: Mutex<FlowControl>,
     /// The interface is open: interrupts may schedule NAPI.
     running: AtomicBool,
     /// The statistics registers count: from `start` to `down`, which adds them to the sums before
@@ -231,6 +239,10 @@ impl<'bound> E1000<'bound> {
             // SAFETY: `reset_work_run` takes the `work_struct` of an `E1000`'s `reset_work`, which
             // this is; `PinnedDrop` cancels it before this pinned object goes.
             reset_work <- unsafe { Work::new(reset_work_run) },
+            // SAFETY: `link_work_run` takes the `work_struct` of an `E1000`'s `link_work`, which
+            // this is; `PinnedDrop` cancels it before this pinned object goes.
+            link_work <- unsafe { Work::new(link_work_run) },
+            flow <- new_mutex!(FlowControl::default(), "e1000_rs:flow"),
             running: AtomicBool::new(false),
             counting: AtomicBool::new(false),
             said_unanswering: AtomicBool::new(false),
@@ -286,6 +298,7 @@ impl PinnedDrop for E1000<'_> {
         this.netdev.unregister();
         // A reset scheduled before finds the interface down and does nothing.
         this.reset_work.cancel_sync();
+        this.link_work.cancel_sync();
         // Disarmed by `down` already; nothing fires into what goes below.
         this.reap_timer.shut_down();
         // SAFETY: Requested in probe with this cookie (type invariant); freed once, here.
@@ -335,8 +348,10 @@ unsafe extern "C" fn e1000_irq(
     if !e1000.running.load(Ordering::Acquire) {
         return irqreturn::IRQ_HANDLED;
     }
-    if cause & regs::INT_LSC != 0 {
-        e1000.update_carrier();
+    // Every change while the link is up (QEMU's model says so again when a negotiation completes
+    // on a link that stayed up) has flow control resolved again.
+    if cause & regs::INT_LSC != 0 && e1000.update_carrier() {
+        e1000.link_work.schedule();
     }
     // Before the handler returns, so that the device does not raise the interrupt again meanwhile.
     hw::mask_interrupts(&e1000.bar);
@@ -393,6 +408,24 @@ unsafe extern "C" fn reset_work_run(work: *mut bindings::work_struct) {
         if let Err(e) = e1000.rebuild(|_| ()) {
             // The old rings stay; the watchdog asks again if the queue still stands.
             dev_err!(e1000.pdev, "reset failed: error {}\n", e.to_errno());
+        }
+    });
+}
+
+/// The link came up: flow control is resolved under the RTNL lock, if the interface still runs.
+///
+/// # Safety
+///
+/// `work` is the `work_struct` of an `E1000`'s `link_work`.
+unsafe extern "C" fn link_work_run(work: *mut bindings::work_struct) {
+    // SAFETY: As in `reset_work_run`, for the `link_work` field.
+    let e1000 = unsafe {
+        &*kernel::container_of!(Work::from_raw(work).cast_mut(), E1000<'static>, link_work)
+            .cast::<E1000<'_>>()
+    };
+    e1000.netdev.with_rtnl(|| {
+        if e1000.running.load(Ordering::Acquire) {
+            e1000.resolve_flow_control();
         }
     });
 }
@@ -601,6 +634,9 @@ impl<'bound> E1000<'bound> {
         // SAFETY: Neither `xmit` nor `poll` runs: the queue has not started and NAPI is disabled.
         unsafe { self.rings.set(Some((tx, rx))) };
         hw::start(bar, rx_tail, &settings.filter, settings.frames.long());
+        // The reset took the PHY's advertisement back to its default. A PHY that does not answer
+        // is dealt with where registers are read.
+        let _ = pause::negotiate(bar, self.flow.lock().requested);
         hw::set_vlan_stripping(bar, settings.vlan_tags);
         {
             let _stats = self.hw_stats.lock();
@@ -615,6 +651,7 @@ impl<'bound> E1000<'bound> {
         self.running.store(true, Ordering::Release);
         hw::unmask_interrupts(bar, regs::INT_ENABLED);
         self.update_carrier();
+        self.resolve_flow_control();
         // Woken, not only started: after a rebuild or a resume, the stack may hold frames for it.
         self.netdev.wake_queue();
     }
@@ -783,14 +820,28 @@ impl E1000<'_> {
         state != bindings::pci_channel_io_normal
     }
 
-    fn update_carrier(&self) {
+    /// Resolves flow control from the link's negotiation, as the C driver does whenever the link
+    /// comes up (whether `ethtool -A` forced it or not), and has the MAC follow it. Under the RTNL
+    /// lock, in process context: it reads the PHY.
+    fn resolve_flow_control(&self) {
+        let mut flow = self.flow.lock();
+        if let Ok(Some(resolved)) = pause::negotiated(&self.bar, flow.requested) {
+            flow.current = resolved;
+        }
+        pause::apply(&self.bar, flow.current);
+    }
+
+    /// Follows the link into the carrier; returns whether the link is up.
+    fn update_carrier(&self) -> bool {
         let up = hw::link_up(&self.bar);
-        if up != self.netdev.carrier_ok() {
+        let changed = up != self.netdev.carrier_ok();
+        if changed {
             self.netdev.set_carrier(up);
             if self.logs(msg::LINK) {
                 dev_info!(self.pdev, "link {}\n", if up { "up" } else { "down" });
             }
         }
+        up
     }
 
     /// Decides, for frames just handed to the device, how the driver learns that they are sent.

@@ -19,6 +19,7 @@ mod hw;
 mod netdev;
 mod offload;
 mod open_rings;
+mod pause;
 mod phy;
 mod regs;
 mod ring_common;

@@ -52,6 +52,15 @@ pub(crate) struct LinkSettings {
     pub(crate) crossed_over: Option<bool>,
 }
 
+/// Flow control as `ethtool -a` shows it and `-A` sets it: negotiated or forced, and the
+/// directions PAUSE frames work in.
+#[derive(Clone, Copy)]
+pub(crate) struct PauseParams {
+    pub(crate) autoneg: bool,
+    pub(crate) rx: bool,
+    pub(crate) tx: bool,
+}
+
 /// Wake-on-LAN, as `ethtool DEV` shows it: `WAKE_*` bits.
 pub(crate) struct WakeOnLan {
     pub(crate) supported: u32,
@@ -103,6 +112,10 @@ pub(crate) trait Ethtool: Interface {
     /// Resizes the rings (`ethtool -G`), to counts the core checked against the most that
     /// [`Ethtool::ring_sizes`] reports.
     fn set_ring_sizes(&self, rx: u32, tx: u32) -> Result;
+    /// Flow control (`ethtool -a`).
+    fn pause(&self) -> PauseParams;
+    /// Sets flow control (`ethtool -A`).
+    fn set_pause(&self, pause: PauseParams) -> Result;
     /// The message classes the driver logs ([`msg`] bits; `ethtool -s DEV msglvl`).
     fn msg_level(&self) -> u32;
     fn set_msg_level(&self, level: u32);
@@ -285,6 +298,45 @@ fn errno(result: Result) -> c_int {
         Ok(()) => 0,
         Err(e) => e.to_errno(),
     }
+}
+
+/// `get_pauseparam`.
+///
+/// # Safety
+///
+/// As for [`get_link_ksettings`], with a valid, zeroed `pause`.
+pub(crate) unsafe fn get_pauseparam<A: Ethtool>(
+    dev: *mut NetDevice,
+    pause: *mut bindings::ethtool_pauseparam,
+) {
+    // SAFETY: As in `get_link_ksettings`.
+    let answer = unsafe { adapter::<A>(dev) }.pause();
+    // SAFETY: `pause` is valid and the core's for the call (safety requirement).
+    let pause = unsafe { &mut *pause };
+    pause.autoneg = answer.autoneg.into();
+    pause.rx_pause = answer.rx.into();
+    pause.tx_pause = answer.tx.into();
+}
+
+/// `set_pauseparam`.
+///
+/// # Safety
+///
+/// As for [`get_pauseparam`].
+pub(crate) unsafe fn set_pauseparam<A: Ethtool>(
+    dev: *mut NetDevice,
+    pause: *mut bindings::ethtool_pauseparam,
+) -> c_int {
+    // SAFETY: `pause` is valid and the core's for the call (safety requirement).
+    let wanted = unsafe {
+        PauseParams {
+            autoneg: (*pause).autoneg != 0,
+            rx: (*pause).rx_pause != 0,
+            tx: (*pause).tx_pause != 0,
+        }
+    };
+    // SAFETY: As in `get_link_ksettings`.
+    errno(unsafe { adapter::<A>(dev) }.set_pause(wanted))
 }
 
 /// `get_msglevel`.
@@ -486,6 +538,14 @@ macro_rules! ethtool_ops {
                 stats: *mut ::kernel::ffi::c_void,
                 data: *mut u64
             );
+            e1000_rs_get_pauseparam => get_pauseparam(
+                dev: *mut $crate::netdev::NetDevice,
+                pause: *mut ::kernel::bindings::ethtool_pauseparam
+            );
+            e1000_rs_set_pauseparam => set_pauseparam(
+                dev: *mut $crate::netdev::NetDevice,
+                pause: *mut ::kernel::bindings::ethtool_pauseparam
+            ) -> ::kernel::ffi::c_int;
             e1000_rs_get_msglevel => get_msglevel(
                 dev: *mut $crate::netdev::NetDevice
             ) -> u32;

@@ -628,3 +628,11 @@ pub(crate) fn dump_mac(bar: &Bar0<'_>) -> MacDump {
         manc: read32(bar, regs::MANC),
     }
 }
+
+/// Sets CTRL's flow control enables: received PAUSE frames obeyed (`rx`), PAUSE frames sent (`tx`).
+pub(crate) fn set_flow_control(bar: &Bar0<'_>, rx: bool, tx: bool) {
+    modify32(bar, regs::CTRL, |ctrl| {
+        let ctrl = ctrl & !(regs::CTRL_RFCE | regs::CTRL_TFCE);
+        ctrl | if rx { regs::CTRL_RFCE } else { 0 } | if tx { regs::CTRL_TFCE } else { 0 }
+    });
+}

@@ -40,6 +40,8 @@ int e1000_rs_set_ringparam(struct net_device *dev, struct ethtool_ringparam *rin
 int e1000_rs_get_sset_count(struct net_device *dev, int set);
 void e1000_rs_get_strings(struct net_device *dev, u32 set, u8 *data);
 void e1000_rs_get_ethtool_stats(struct net_device *dev, struct ethtool_stats *stats, u64 *data);
+void e1000_rs_get_pauseparam(struct net_device *dev, struct ethtool_pauseparam *pause);
+int e1000_rs_set_pauseparam(struct net_device *dev, struct ethtool_pauseparam *pause);
 u32 e1000_rs_get_msglevel(struct net_device *dev);
 void e1000_rs_set_msglevel(struct net_device *dev, u32 level);
 void e1000_rs_get_wol(struct net_device *dev, struct ethtool_wolinfo *wol);

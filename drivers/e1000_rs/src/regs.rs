@@ -232,3 +232,20 @@ pub(crate) const M88_PSCR_AUTO_CROSSOVER: u16 = 3 << 5;
 pub(crate) const M88_PSCR_ASSERT_CRS_ON_TX: u16 = 1 << 11;
 /// M88 PHY Specific Status: the pairs are crossed over (MDI-X).
 pub(crate) const M88_PSSR_MDIX: u16 = 1 << 6;
+
+/// CTRL: Receive and Transmit Flow Control Enable: the MAC obeys received PAUSE frames, and sends
+/// them when its receive FIFO fills.
+pub(crate) const CTRL_RFCE: u32 = 1 << 27;
+pub(crate) const CTRL_TFCE: u32 = 1 << 28;
+/// PHY registers of IEEE 802.3 clause 22: Control (auto-negotiation enabled, restarted), Status
+/// (and its Auto-Negotiation Complete bit), the
+/// Auto-Negotiation Advertisement and the Link Partner Ability, with their PAUSE and ASM_DIR bits.
+pub(crate) const MII_CONTROL: u32 = 0;
+pub(crate) const MII_CONTROL_RESTART_AUTONEG: u16 = 1 << 9;
+pub(crate) const MII_CONTROL_AUTONEG_ENABLE: u16 = 1 << 12;
+pub(crate) const MII_STATUS: u32 = 1;
+pub(crate) const MII_STATUS_AUTONEG_COMPLETE: u16 = 1 << 5;
+pub(crate) const MII_ADVERTISE: u32 = 4;
+pub(crate) const MII_PARTNER_ABILITY: u32 = 5;
+pub(crate) const MII_PAUSE: u16 = 1 << 10;
+pub(crate) const MII_ASM_DIR: u16 = 1 << 11;

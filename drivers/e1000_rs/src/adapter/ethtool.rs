@@ -2,17 +2,20 @@
 
 //! What ethtool reads and sets on the adapter (`crate::ethtool::Ethtool`): the statistics of
 //! `ethtool -S` under the C driver's names, the link settings with MDI-X, autonegotiation
-//! restarts, the ring sizes of `ethtool -g`/`-G`, the message level, Wake-on-LAN, LED
-//! identification (`-p`), the register dump in the C driver's layout (`-d`) and the EEPROM
-//! (`-e`).
+//! restarts, the ring sizes of `ethtool -g`/`-G`, flow control (`-a`/`-A`), the message level,
+//! Wake-on-LAN, LED identification (`-p`), the register dump in the C driver's layout (`-d`) and
+//! the EEPROM (`-e`).
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
 use kernel::{bindings, prelude::*};
 
-use crate::ethtool::{link_mode, Ethtool, Identify, LinkSettings, RingSizes, WakeOnLan};
+use crate::ethtool::{
+    link_mode, Ethtool, Identify, LinkSettings, PauseParams, RingSizes, WakeOnLan,
+};
 use crate::hw::{self, HwStats};
 use crate::netdev::{self, Stats};
+use crate::pause::{self, Directions};
 use crate::phy;
 use crate::regs;
 use crate::ring_common::RingSize;
@@ -213,6 +216,36 @@ impl Ethtool for E1000<'_> {
             settings.rx_ring = rx;
             settings.tx_ring = tx;
         })
+    }
+
+    fn pause(&self) -> PauseParams {
+        let flow = self.flow.lock();
+        PauseParams {
+            autoneg: flow.autoneg,
+            rx: flow.current.rx,
+            tx: flow.current.tx,
+        }
+    }
+
+    /// As the C driver: what is asked for holds until the link resolves it; negotiated, the
+    /// adapter is reset so that the link negotiates it (if the interface is up), forced, the MAC
+    /// follows it at once.
+    fn set_pause(&self, wanted: PauseParams) -> Result {
+        let directions = Directions {
+            rx: wanted.rx,
+            tx: wanted.tx,
+        };
+        {
+            let mut flow = self.flow.lock();
+            flow.autoneg = wanted.autoneg;
+            flow.requested = directions;
+            flow.current = directions;
+            if !wanted.autoneg {
+                pause::apply(&self.bar, directions);
+                return Ok(());
+            }
+        }
+        self.rebuild(|_| ())
     }
 
     fn msg_level(&self) -> u32 {

@@ -29,7 +29,8 @@ regs_words() {
 }
 
 # ethtool_answers: what the driver answers to ethtool's other commands (message level, Wake-on-LAN,
-# EEPROM, register dump, identification), as the host compares them between the drivers. The C
+# EEPROM, register dump, identification, flow control), as the host compares them between the
+# drivers. The C
 # driver reads its PHY's MDI-X state 2 s after the link comes up: the settings are read after that.
 ethtool_answers() {
     sleep 3
@@ -56,6 +57,18 @@ ethtool_answers() {
     # The PHY's part (type, specific status and control, error counts, 1000BASE-T status) and MANC.
     diag "regs_phy=$(regs_words 12 31)"
     diag "identify=$(answer ethtool -p eth0 1)"
+    # Flow control: as negotiated with QEMU's partner, forced, and negotiated again.
+    diag "pause=$(answer ethtool -a eth0)"
+    diag "pause_forced_set=$(answer ethtool -A eth0 autoneg off rx on tx off)"
+    diag "pause_forced=$(answer ethtool -a eth0)"
+    diag "pause_none_set=$(answer ethtool -A eth0 autoneg on rx off tx off)"
+    check carrier-after-pause-none wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+    sleep 2
+    diag "pause_none=$(answer ethtool -a eth0)"
+    diag "pause_both_set=$(answer ethtool -A eth0 autoneg on rx on tx on)"
+    check carrier-after-pause-both wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+    sleep 2
+    diag "pause_both=$(answer ethtool -a eth0)"
 }
 
 # sha_of_received PORT [SECONDS]: the sha256 of what arrives on PORT.
