@@ -425,7 +425,8 @@ unsafe extern "C" fn link_work_run(work: *mut bindings::work_struct) {
     };
     e1000.netdev.with_rtnl(|| {
         if e1000.running.load(Ordering::Acquire) {
-            e1000.resolve_flow_control();
+            let max_frame = e1000.settings.lock().frames.max_len();
+            e1000.resolve_flow_control(max_frame);
         }
     });
 }
@@ -636,7 +637,12 @@ impl<'bound> E1000<'bound> {
         hw::start(bar, rx_tail, &settings.filter, settings.frames.long());
         // The reset took the PHY's advertisement back to its default. A PHY that does not answer
         // is dealt with where registers are read.
-        let _ = pause::negotiate(bar, self.flow.lock().requested);
+        {
+            // As the C driver, a reset starts again from what was asked for.
+            let mut flow = self.flow.lock();
+            flow.current = flow.requested;
+            let _ = pause::negotiate(bar, flow.requested);
+        }
         hw::set_vlan_stripping(bar, settings.vlan_tags);
         {
             let _stats = self.hw_stats.lock();
@@ -651,7 +657,7 @@ impl<'bound> E1000<'bound> {
         self.running.store(true, Ordering::Release);
         hw::unmask_interrupts(bar, regs::INT_ENABLED);
         self.update_carrier();
-        self.resolve_flow_control();
+        self.resolve_flow_control(settings.frames.max_len());
         // Woken, not only started: after a rebuild or a resume, the stack may hold frames for it.
         self.netdev.wake_queue();
     }
@@ -823,12 +829,14 @@ impl E1000<'_> {
     /// Resolves flow control from the link's negotiation, as the C driver does whenever the link
     /// comes up (whether `ethtool -A` forced it or not), and has the MAC follow it. Under the RTNL
     /// lock, in process context: it reads the PHY.
-    fn resolve_flow_control(&self) {
+    /// `max_frame`: the longest frame the settings make (the caller may hold their lock, taken
+    /// before `flow`'s).
+    fn resolve_flow_control(&self, max_frame: u16) {
         let mut flow = self.flow.lock();
         if let Ok(Some(resolved)) = pause::negotiated(&self.bar, flow.requested) {
             flow.current = resolved;
         }
-        pause::apply(&self.bar, flow.current);
+        pause::apply(&self.bar, flow.current, max_frame);
     }
 
     /// Follows the link into the carrier; returns whether the link is up.

@@ -636,3 +636,23 @@ pub(crate) fn set_flow_control(bar: &Bar0<'_>, rx: bool, tx: bool) {
         ctrl | if rx { regs::CTRL_RFCE } else { 0 } | if tx { regs::CTRL_TFCE } else { 0 }
     });
 }
+
+/// Programs the PAUSE frames the MAC recognises and sends, after a reset: their address, type and
+/// pause time, and, when it is to send them (`tx`), the receive FIFO thresholds: XOFF at 90% of the
+/// receive buffer or a longest frame (`max_frame` bytes) below its end, whichever is lower, and
+/// XON 8 bytes under that, as the C driver sets them.
+pub(crate) fn configure_flow_control(bar: &Bar0<'_>, tx: bool, max_frame: u16) {
+    bar.write32(regs::FLOW_CONTROL_ADDRESS_LOW, regs::FCAL);
+    bar.write32(regs::FLOW_CONTROL_ADDRESS_HIGH, regs::FCAH);
+    bar.write32(regs::FLOW_CONTROL_TYPE, regs::FCT);
+    bar.write32(regs::FLOW_CONTROL_PAUSE_TIME, regs::FCTTV);
+    let (low, high) = if tx {
+        let buffer = regs::RX_PACKET_BUFFER;
+        let high = (buffer * 9 / 10).min(buffer.saturating_sub(max_frame.into())) & !7;
+        (high.saturating_sub(8) | regs::FCRTL_XONE, high)
+    } else {
+        (0, 0)
+    };
+    bar.write32(low, regs::FCRTL);
+    bar.write32(high, regs::FCRTH);
+}

@@ -131,6 +131,7 @@ extern "C" {
     fn e1000_rs_sockaddr_data(sockaddr: *mut c_void) -> *const u8;
     fn e1000_rs_valid_ether_addr(addr: *const u8) -> bool;
     fn e1000_rs_device_can_wakeup(dev: *mut c_void) -> bool;
+    fn e1000_rs_device_set_wakeup_enable(dev: *mut c_void, enable: bool);
     fn e1000_rs_carrier(dev: *mut NetDevice, on: bool);
     fn e1000_rs_carrier_ok(dev: *mut NetDevice) -> bool;
     fn e1000_rs_flags(dev: *mut NetDevice) -> c_uint;
@@ -245,8 +246,8 @@ pub(crate) fn can_wake_system(dev: &kernel::device::Device) -> bool {
 /// Says whether `dev` is to wake the system (`device_set_wakeup_enable`); nothing for a device
 /// that cannot.
 pub(crate) fn set_wakes_system(dev: &kernel::device::Device, on: bool) {
-    // SAFETY: `dev` is a valid device for the call. The answer says only whether it can wake.
-    let _ = unsafe { bindings::device_set_wakeup_enable(raw_device(dev), on) };
+    // SAFETY: `dev` is a valid device for the call.
+    unsafe { e1000_rs_device_set_wakeup_enable(raw_device(dev).cast(), on) };
 }
 
 /// The C `struct device` of `dev`: `Device` is transparent over `Opaque<bindings::device>`, itself

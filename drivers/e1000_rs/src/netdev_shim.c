@@ -83,6 +83,12 @@ bool e1000_rs_device_can_wakeup(struct device *dev)
 	return device_can_wakeup(dev);
 }
 
+/* A static inline without CONFIG_PM_SLEEP. */
+void e1000_rs_device_set_wakeup_enable(struct device *dev, bool enable)
+{
+	device_set_wakeup_enable(dev, enable);
+}
+
 /* The features are offload.rs's choice; this only spells them as the stack does. */
 struct net_device *e1000_rs_alloc_netdev(struct device *parent, bool hw_csum, bool sg, bool tso,
 					 bool rxcsum, bool unicast_filter, bool vlan,

@@ -87,6 +87,7 @@ const u8 *e1000_rs_dev_addr(struct net_device *dev);
 const u8 *e1000_rs_sockaddr_data(void *sockaddr);
 bool e1000_rs_valid_ether_addr(const u8 *addr);
 bool e1000_rs_device_can_wakeup(struct device *dev);
+void e1000_rs_device_set_wakeup_enable(struct device *dev, bool enable);
 void e1000_rs_carrier(struct net_device *dev, bool on);
 bool e1000_rs_carrier_ok(struct net_device *dev);
 unsigned int e1000_rs_flags(struct net_device *dev);

@@ -47,7 +47,7 @@ pub(crate) struct FlowControl {
     /// What the driver asks for: both directions until `ethtool -A` says otherwise, as the C
     /// driver's default (the EEPROM's pause bits on QEMU's model).
     pub(crate) requested: Directions,
-    /// What the MAC does now: `requested` until a link resolves it.
+    /// What the MAC does now: `requested` after each reset, until a link resolves it.
     pub(crate) current: Directions,
 }
 
@@ -121,7 +121,9 @@ pub(crate) fn negotiated(bar: &Bar0<'_>, requested: Directions) -> Result<Option
     Ok(Some(resolve(requested, ours, partners)))
 }
 
-/// Has the MAC obey and send PAUSE frames in `current`'s directions (CTRL.RFCE, CTRL.TFCE).
-pub(crate) fn apply(bar: &Bar0<'_>, current: Directions) {
+/// Has the MAC obey and send PAUSE frames in `current`'s directions (CTRL.RFCE, CTRL.TFCE), the
+/// PAUSE frames' registers set up for the longest frame, `max_frame` bytes.
+pub(crate) fn apply(bar: &Bar0<'_>, current: Directions, max_frame: u16) {
+    hw::configure_flow_control(bar, current.tx, max_frame);
     hw::set_flow_control(bar, current.rx, current.tx);
 }

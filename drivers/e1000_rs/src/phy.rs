@@ -47,9 +47,11 @@ pub(crate) fn write(bar: &Bar0<'_>, reg: u32, value: u16) -> Result {
     .map(|_| ())
 }
 
-/// Sets the copper PHY up as the C driver does after each reset of the controller (which resets
-/// the PHY's registers too on QEMU's model): MDI/MDI-X chosen automatically, polarity corrected,
-/// carrier sense asserted while transmitting.
+/// Sets the copper PHY's specific control as the C driver does after each reset of the controller
+/// (which resets the PHY's registers too on QEMU's model): MDI/MDI-X chosen automatically,
+/// polarity corrected, carrier sense asserted while transmitting. The C driver also resets the PHY
+/// afterwards, which a real M88 PHY needs to apply the crossover mode, and sets its extended
+/// control; neither is done here yet (QEMU's model applies the register at once).
 pub(crate) fn set_up_copper(bar: &Bar0<'_>) -> Result {
     let control = read(bar, regs::M88_PHY_SPEC_CTRL)?;
     let wanted = (control | regs::M88_PSCR_AUTO_CROSSOVER | regs::M88_PSCR_ASSERT_CRS_ON_TX)

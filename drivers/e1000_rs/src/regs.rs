@@ -249,3 +249,20 @@ pub(crate) const MII_ADVERTISE: u32 = 4;
 pub(crate) const MII_PARTNER_ABILITY: u32 = 5;
 pub(crate) const MII_PAUSE: u16 = 1 << 10;
 pub(crate) const MII_ASM_DIR: u16 = 1 << 11;
+
+/// Flow control: the PAUSE frame's destination address (FCAL, FCAH: 01:80:C2:00:00:01) and type
+/// (FCT: 0x8808) that the MAC recognises, the pause time it sends (FCTTV, in 512-bit times), and
+/// the receive FIFO thresholds (FCRTL with XON enable, FCRTH) at which it sends XON and XOFF.
+pub(crate) const FCAL: usize = 0x0028;
+pub(crate) const FCAH: usize = 0x002c;
+pub(crate) const FCT: usize = 0x0030;
+pub(crate) const FCTTV: usize = 0x0170;
+pub(crate) const FCRTL: usize = 0x2160;
+pub(crate) const FCRTH: usize = 0x2168;
+pub(crate) const FLOW_CONTROL_ADDRESS_LOW: u32 = 0x00c2_8001;
+pub(crate) const FLOW_CONTROL_ADDRESS_HIGH: u32 = 0x0100;
+pub(crate) const FLOW_CONTROL_TYPE: u32 = 0x8808;
+pub(crate) const FLOW_CONTROL_PAUSE_TIME: u32 = 0xffff;
+pub(crate) const FCRTL_XONE: u32 = 1 << 31;
+/// The receive packet buffer the 82540EM gives the receiver after reset (PBA): 48 KiB.
+pub(crate) const RX_PACKET_BUFFER: u32 = 48 * 1024;

@@ -54,6 +54,11 @@ impl RxFrames {
         })
     }
 
+    /// The longest frame, in bytes.
+    pub(crate) fn max_len(self) -> u16 {
+        self.max_len
+    }
+
     /// Whether frames may be longer than one buffer: RCTL.LPE.
     pub(crate) fn long(self) -> bool {
         self.long

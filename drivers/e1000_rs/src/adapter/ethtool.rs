@@ -235,13 +235,15 @@ impl Ethtool for E1000<'_> {
             rx: wanted.rx,
             tx: wanted.tx,
         };
+        // The settings' lock comes before flow control's (`start` holds it).
+        let max_frame = self.settings.lock().frames.max_len();
         {
             let mut flow = self.flow.lock();
             flow.autoneg = wanted.autoneg;
             flow.requested = directions;
             flow.current = directions;
             if !wanted.autoneg {
-                pause::apply(&self.bar, directions);
+                pause::apply(&self.bar, directions, max_frame);
                 return Ok(());
             }
         }
@@ -333,7 +335,12 @@ impl Ethtool for E1000<'_> {
         words[17] = control;
         words[18] = status;
         words[20] = control;
-        words[21] = PhyErrors::add(&errors.idle, t1000 & regs::PHY_1000T_IDLE_ERRORS);
+        // Idle errors count only on a 1000 Mb/s link, as the C driver counts them.
+        let idle = match hw::link_speed_duplex(&self.bar) {
+            Some((1000, _)) => t1000 & regs::PHY_1000T_IDLE_ERRORS,
+            _ => 0,
+        };
+        words[21] = PhyErrors::add(&errors.idle, idle);
         words[22] = PhyErrors::add(&errors.receive, receive_errors);
         words[23] = status;
         words[24] = t1000.into();

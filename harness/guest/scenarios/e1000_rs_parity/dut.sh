@@ -47,20 +47,22 @@ for _ in 1 2 3 4 5 6 7 8; do
 done
 wait $identify
 diag "ledctl_before=$ledctl"
-diag "ledctl_identifying=$(echo "$samples" | tr ' ' '\n' | grep . | sort -u | tr '\n' ' ')"
+# The modes seen, other than the configured one (a sample may come before the first change).
+diag "ledctl_identifying=$(echo "$samples" | tr ' ' '\n' | grep . | grep -vx "$ledctl" | sort -u | tr '\n' ' ')"
 diag "ledctl_after=$(mmio "$bar" 0xe00)"
 # ethtool -A takes effect in CTRL's flow control enables (RFCE, TFCE): forced receive only, then
 # negotiated none and both (which QEMU's partner resolves to receive only).
 fc_bits() { echo $((($(mmio "$bar" 0x0) >> 27) & 3)); }
+# The resolution follows the link's negotiation: each value is awaited (10 s), then reported.
 check pause-forced-rx ethtool -A eth0 autoneg off rx on tx off
 diag "fc_forced_rx=$(fc_bits)"
 check pause-negotiated-none ethtool -A eth0 autoneg on rx off tx off
 check carrier-after-negotiated-none wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
-sleep 2
+wait_for 10 sh -c "test \$((\$(mmio $bar 0x0) >> 27 & 3)) = 0"
 diag "fc_negotiated_none=$(fc_bits)"
 check pause-negotiated-both ethtool -A eth0 autoneg on rx on tx on
 check carrier-after-negotiated-both wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
-sleep 2
+wait_for 10 sh -c "test \$((\$(mmio $bar 0x0) >> 27 & 3)) = 1"
 diag "fc_negotiated_both=$(fc_bits)"
 check ping-after-pause wait_for 30 ping -c 1 -W 1 $PEER
 # ethtool -d shows what the registers hold: RDTR written through BAR0, then put back.
