@@ -192,10 +192,7 @@ pub(crate) unsafe fn get_link_ksettings<A: Ethtool>(
 /// As for [`get_link_ksettings`].
 pub(crate) unsafe fn nway_reset<A: Ethtool>(dev: *mut NetDevice) -> c_int {
     // SAFETY: As in `get_link_ksettings`.
-    match unsafe { adapter::<A>(dev) }.restart_autoneg() {
-        Ok(()) => 0,
-        Err(e) => e.to_errno(),
-    }
+    errno(unsafe { adapter::<A>(dev) }.restart_autoneg())
 }
 
 /// `get_ringparam`.
@@ -233,10 +230,7 @@ pub(crate) unsafe fn set_ringparam<A: Ethtool>(
     // SAFETY: `ring` is valid and the core's for the call (safety requirement).
     let (rx, tx) = unsafe { ((*ring).rx_pending, (*ring).tx_pending) };
     // SAFETY: As in `get_link_ksettings`.
-    match unsafe { adapter::<A>(dev) }.set_ring_sizes(rx, tx) {
-        Ok(()) => 0,
-        Err(e) => e.to_errno(),
-    }
+    errno(unsafe { adapter::<A>(dev) }.set_ring_sizes(rx, tx))
 }
 
 /// `get_sset_count`: how many statistics `ethtool -S` shows; none of the other string sets.
@@ -248,8 +242,7 @@ pub(crate) unsafe fn get_sset_count<A: Ethtool>(_dev: *mut NetDevice, set: c_int
     if set == bindings::ethtool_stringset_ETH_SS_STATS as c_int {
         A::STAT_COUNT as c_int
     } else {
-        // Not `EOPNOTSUPP.to_errno()`: 7.2's kernel crate does not name it.
-        -(bindings::EOPNOTSUPP as c_int)
+        eopnotsupp().to_errno()
     }
 }
 
@@ -290,6 +283,11 @@ pub(crate) unsafe fn get_ethtool_stats<A: Ethtool>(
     values.fill(0);
     // SAFETY: As in `get_link_ksettings`.
     unsafe { adapter::<A>(dev) }.stat_values(values);
+}
+
+/// `EOPNOTSUPP`, which 7.2's `kernel::error::code` does not name.
+pub(crate) fn eopnotsupp() -> Error {
+    Error::from_errno(-(bindings::EOPNOTSUPP as i32))
 }
 
 /// Answers `Err(e)` as the negative errno the ethtool core takes, `Ok` as 0.

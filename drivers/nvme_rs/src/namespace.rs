@@ -309,7 +309,7 @@ pub(crate) fn active_nsids(
 /// back as the handle.
 pub(crate) unsafe trait NamespaceHandle: Send + Sync {
     /// The handle's address: the disk's private data (valid while the handle lives) and the key
-    /// its commands find the namespace by ([`crate::scan::NamespaceRef`]).
+    /// its commands find the namespace by (the scan's `NamespaceRef`, one layer up).
     fn key(&self) -> *const c_void;
 
     /// Registers the namespace's generic character device, `/dev/rsng<instance>n<N>`, whose files

@@ -11,7 +11,7 @@ use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{bindings, prelude::*};
 
 use crate::ethtool::{
-    link_mode, Ethtool, Identify, LinkSettings, PauseParams, RingSizes, WakeOnLan,
+    eopnotsupp, link_mode, Ethtool, Identify, LinkSettings, PauseParams, RingSizes, WakeOnLan,
 };
 use crate::hw::{self, HwStats};
 use crate::netdev::{self, Stats};
@@ -21,7 +21,7 @@ use crate::regs;
 use crate::ring_common::RingSize;
 use crate::tx::TX_RING_MIN;
 
-use super::{Counters, E1000};
+use super::{Counter, Counters, E1000};
 
 /// The statistics `ethtool -S` shows: the C driver's names, for what means the same here, from
 /// the statistics registers (`hw`) or the driver's counters.
@@ -73,11 +73,6 @@ const WAKE_SUPPORTED: u32 =
 /// revision and device ID), so that ethtool reads the same words the same way.
 const REGS_LAYOUT: u32 = 1 << 24;
 
-/// `EOPNOTSUPP`, which 7.2's `kernel::error::code` does not name.
-fn eopnotsupp() -> Error {
-    Error::from_errno(-(bindings::EOPNOTSUPP as i32))
-}
-
 /// LED Control as identification found it, and the two modes it alternates between; written only
 /// by `ethtool -p`'s calls, which the RTNL lock serialises.
 #[derive(Default)]
@@ -87,20 +82,12 @@ pub(super) struct IdentifyLeds {
     second: AtomicU32,
 }
 
-/// The PHY's error counts, summed over the reads of its clear-on-read counters.
+/// The PHY's error counts, summed over the reads of its clear-on-read counters (by callers the
+/// RTNL lock serialises: one writer, as `Counter` wants).
 #[derive(Default)]
 pub(super) struct PhyErrors {
-    idle: AtomicU32,
-    receive: AtomicU32,
-}
-
-impl PhyErrors {
-    /// Adds `n` to `count`, which only RTNL-serialised callers change.
-    fn add(count: &AtomicU32, n: u16) -> u32 {
-        let sum = count.load(Ordering::Relaxed).wrapping_add(n.into());
-        count.store(sum, Ordering::Relaxed);
-        sum
-    }
+    idle: Counter,
+    receive: Counter,
 }
 
 /// What the ID LED Settings EEPROM word asks of one LED in the identification modes.
@@ -340,8 +327,11 @@ impl Ethtool for E1000<'_> {
             Some((1000, _)) => t1000 & regs::PHY_1000T_IDLE_ERRORS,
             _ => 0,
         };
-        words[21] = PhyErrors::add(&errors.idle, idle);
-        words[22] = PhyErrors::add(&errors.receive, receive_errors);
+        errors.idle.add(idle.into());
+        errors.receive.add(receive_errors.into());
+        // The dump's words are 32 bits wide, as the C driver's counts.
+        words[21] = errors.idle.get() as u32;
+        words[22] = errors.receive.get() as u32;
         words[23] = status;
         words[24] = t1000.into();
         words[25] = t1000.into();
