@@ -126,6 +126,8 @@ while [ $cycles -lt 100 ]; do
     insmod /modules/e1000_rs.ko || break
     wait_for 10 test -d /sys/class/net/eth0 || break
     up $DUT $DUT6 || break
+    # A ping before the link is up is lost and waits out its second: the carrier first.
+    wait_for 10 grep -qx 1 /sys/class/net/eth0/carrier || break
     wait_for 30 ping -c 1 -W 1 $PEER || break
     cycles=$((cycles + 1))
 done

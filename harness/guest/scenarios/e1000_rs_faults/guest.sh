@@ -24,9 +24,12 @@ open_left() {
 }
 # Every allocation in turn, whatever FAULT_STEP says: the few whose failure fails the open (the
 # rings' coherent memory, a receive buffer's page once the larger page it tried first failed) lie
-# among hundreds, where a sample every FAULT_STEP-th can miss them all.
+# among hundreds, where a sample every FAULT_STEP-th can miss them all. The smallest rings keep the
+# hundreds few: each receive descriptor's buffer is one more allocation from the same site.
+check smallest-rings ethtool -G $rs_if rx 48 tx 48
 fault_sweep open-fails-cleanly-at-each-allocation 1 open_rs open_left \
     "e1000_rs $rs_pci: cannot allocate the rings"
+check default-rings ethtool -G $rs_if rx 256 tx 256
 
 # Nothing lost: frames cross the hub both ways. Without IPv6 neither interface sends anything of
 # its own, so the receive counters below count only the test's frames.
