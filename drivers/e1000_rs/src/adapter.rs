@@ -18,14 +18,16 @@ use kernel::{
 
 use crate::compat::{self, irqreturn, smp_mb, Full};
 use crate::dma_local::{self, Mask};
+use crate::eeprom;
 use crate::ethtool::msg;
 use crate::hw::{self, Bar0, HwStats, ReceiveFilter};
+use crate::link::LinkConfig;
 use crate::netdev::{
     self, FeatureSet, HwAddrs, Interface, MacAddress, Napi, NetDev, RxMode, Stats,
 };
 use crate::offload;
 use crate::open_rings::Rings;
-use crate::pause::{self, FlowControl};
+use crate::pause::{self, Directions, FlowControl};
 use crate::phy;
 use crate::regs;
 use crate::ring_common::RingSize;
@@ -103,6 +105,8 @@ struct Settings {
     filter: ReceiveFilter,
     /// 802.1Q tags stripped and inserted by the MAC (CTRL.VME).
     vlan_tags: bool,
+    /// Speed, duplex and crossover, negotiated or forced.
+    link: LinkConfig,
 }
 
 /// A bound 82540EM.
@@ -137,6 +141,9 @@ pub(crate) struct E1000<'bound> {
     /// A transmit or the reap timer scheduled the poll to free sent frames. Unless an interrupt
     /// scheduled it too, that poll does not receive: interrupts stay enabled for what arrives.
     completions_only: AtomicBool,
+    /// The causes the interrupt handler read while the interface was down: what the self-test's
+    /// interrupt test raised.
+    idle_causes: AtomicU32,
     netdev: NetDev,
     /// Installed by `start` before the queue starts and NAPI is enabled, removed by `down` after
     /// both are disabled: `xmit` and `poll`, which use them, never run meanwhile.
@@ -208,6 +215,7 @@ impl<'bound> E1000<'bound> {
             masks: AtomicU32::new(0),
             masks_undone: AtomicU32::new(0),
             completions_only: AtomicBool::new(false),
+            idle_causes: AtomicU32::new(0),
             netdev: {
                 let netdev = NetDev::alloc(
                     bound.as_ref(),
@@ -216,7 +224,7 @@ impl<'bound> E1000<'bound> {
                     MAX_MTU,
                     TX_TIMEOUT_MS,
                 )?;
-                let mac = hw::read_mac_address(bar)?;
+                let mac = eeprom::read_mac_address(bar)?;
                 netdev.set_hw_addr(&mac);
                 // SAFETY: `this` is pinned and outlives the registration and the IRQ (`PinnedDrop`
                 // unregisters and frees both before anything else goes).
@@ -233,6 +241,7 @@ impl<'bound> E1000<'bound> {
                     frames: RxFrames::default(),
                     filter: ReceiveFilter::default(),
                     vlan_tags: offload::FEATURES.vlan,
+                    link: LinkConfig::default(),
                 },
                 "e1000_rs:settings"
             ),
@@ -248,7 +257,7 @@ impl<'bound> E1000<'bound> {
             said_unanswering: AtomicBool::new(false),
             msg_level: AtomicU32::new(DEFAULT_MSG_LEVEL),
             wake_on_lan: {
-                let apme = hw::read_eeprom(bar, regs::EEPROM_INIT_CONTROL3_PORT_A)?
+                let apme = eeprom::read(bar, regs::EEPROM_INIT_CONTROL3_PORT_A)?
                     & regs::EEPROM_APME
                     != 0;
                 let wake = if apme { bindings::WAKE_MAGIC } else { 0 };
@@ -346,6 +355,7 @@ unsafe extern "C" fn e1000_irq(
         return irqreturn::IRQ_NONE;
     }
     if !e1000.running.load(Ordering::Acquire) {
+        e1000.idle_causes.fetch_or(cause, Ordering::Relaxed);
         return irqreturn::IRQ_HANDLED;
     }
     // Every change while the link is up (QEMU's model says so again when a negotiation completes
@@ -425,8 +435,7 @@ unsafe extern "C" fn link_work_run(work: *mut bindings::work_struct) {
     };
     e1000.netdev.with_rtnl(|| {
         if e1000.running.load(Ordering::Acquire) {
-            let max_frame = e1000.settings.lock().frames.max_len();
-            e1000.resolve_flow_control(max_frame);
+            e1000.resolve_flow_control(&e1000.settings.lock());
         }
     });
 }
@@ -445,7 +454,7 @@ impl Interface for E1000<'_> {
         settings.filter = settings.filter.with_addresses(mode, addresses, groups);
         // While the interface is open (both under the RTNL lock): `open` writes the filter.
         if self.running.load(Ordering::Acquire) {
-            hw::set_receive_filter(&self.bar, &settings.filter, settings.frames.long());
+            hw::set_receive_filter(&self.bar, &settings.filter, settings.frames);
         }
     }
 
@@ -458,7 +467,7 @@ impl Interface for E1000<'_> {
     /// 1500 bytes.
     fn change_mtu(&self, mtu: u32) -> Result {
         let frames = RxFrames::for_mtu(mtu).ok_or(EINVAL)?;
-        self.rebuild(|settings| settings.frames = frames)?;
+        self.rebuild(|settings| settings.frames = frames.with_bad(settings.frames.bad()))?;
         self.netdev.set_mtu(mtu);
         Ok(())
     }
@@ -468,13 +477,21 @@ impl Interface for E1000<'_> {
         features.with_vlan_insertion(features.vlan_stripping())
     }
 
-    /// Of the features the stack toggles, only VLAN tagging is the hardware's to change
-    /// (CTRL.VME); the others are read where they apply.
+    /// Of the features the stack toggles, VLAN tagging (CTRL.VME) and the FCS (RCTL.SECRC) are
+    /// the hardware's to change at once; bad frames (`rx-all`) need a buffer as long as the
+    /// descriptors say, so the rings are rebuilt for them, as the C driver resets for them. The
+    /// others are read where they apply.
     fn set_features(&self, features: FeatureSet) -> Result {
+        let bad = features.rx_all();
+        if bad != self.settings.lock().frames.bad() {
+            self.rebuild(|settings| settings.frames = settings.frames.with_bad(bad))?;
+        }
         let mut settings = self.settings.lock();
         settings.vlan_tags = features.vlan_stripping();
+        settings.filter.keep_fcs = features.rx_fcs();
         if self.running.load(Ordering::Acquire) {
             hw::set_vlan_stripping(&self.bar, settings.vlan_tags);
+            hw::update_rctl(&self.bar, &settings.filter, settings.frames);
         }
         Ok(())
     }
@@ -486,7 +503,7 @@ impl Interface for E1000<'_> {
         let mut settings = self.settings.lock();
         let (index, _) = settings.filter.set_vlan(vid, pass);
         if self.running.load(Ordering::Acquire) {
-            hw::set_vlan_filter(&self.bar, &settings.filter, index, settings.frames.long());
+            hw::set_vlan_filter(&self.bar, &settings.filter, index, settings.frames);
         }
         Ok(())
     }
@@ -634,14 +651,19 @@ impl<'bound> E1000<'bound> {
         let rx_tail = rx.last();
         // SAFETY: Neither `xmit` nor `poll` runs: the queue has not started and NAPI is disabled.
         unsafe { self.rings.set(Some((tx, rx))) };
-        hw::start(bar, rx_tail, &settings.filter, settings.frames.long());
+        hw::start(bar, rx_tail, &settings.filter, settings.frames);
         // The reset took the PHY's advertisement back to its default. A PHY that does not answer
         // is dealt with where registers are read.
         {
-            // As the C driver, a reset starts again from what was asked for.
+            // As the C driver, a reset starts again from what was asked for; a forced link has no
+            // PAUSE frames until `ethtool -A` forces them.
             let mut flow = self.flow.lock();
-            flow.current = flow.requested;
-            let _ = pause::negotiate(bar, flow.requested);
+            flow.current = if settings.link.advertised().is_some() {
+                flow.requested
+            } else {
+                Directions::default()
+            };
+            let _ = settings.link.set_up(bar, flow.requested);
         }
         hw::set_vlan_stripping(bar, settings.vlan_tags);
         {
@@ -657,7 +679,7 @@ impl<'bound> E1000<'bound> {
         self.running.store(true, Ordering::Release);
         hw::unmask_interrupts(bar, regs::INT_ENABLED);
         self.update_carrier();
-        self.resolve_flow_control(settings.frames.max_len());
+        self.resolve_flow_control(settings);
         // Woken, not only started: after a rebuild or a resume, the stack may hold frames for it.
         self.netdev.wake_queue();
     }
@@ -827,16 +849,17 @@ impl E1000<'_> {
     }
 
     /// Resolves flow control from the link's negotiation, as the C driver does whenever the link
-    /// comes up (whether `ethtool -A` forced it or not), and has the MAC follow it. Under the RTNL
-    /// lock, in process context: it reads the PHY.
-    /// `max_frame`: the longest frame the settings make (the caller may hold their lock, taken
-    /// before `flow`'s).
-    fn resolve_flow_control(&self, max_frame: u16) {
+    /// comes up (whether `ethtool -A` forced it or not; a forced link negotiates nothing), and has
+    /// the MAC follow it. Under the RTNL lock, in process context: it reads the PHY. `settings`
+    /// are locked by the caller (their lock comes before `flow`'s).
+    fn resolve_flow_control(&self, settings: &Settings) {
         let mut flow = self.flow.lock();
-        if let Ok(Some(resolved)) = pause::negotiated(&self.bar, flow.requested) {
-            flow.current = resolved;
+        if settings.link.advertised().is_some() {
+            if let Ok(Some(resolved)) = pause::negotiated(&self.bar, flow.requested) {
+                flow.current = resolved;
+            }
         }
-        pause::apply(&self.bar, flow.current, max_frame);
+        pause::apply(&self.bar, flow.current, settings.frames.max_len());
     }
 
     /// Follows the link into the carrier; returns whether the link is up.

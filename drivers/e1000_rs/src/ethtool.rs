@@ -48,8 +48,22 @@ pub(crate) struct LinkSettings {
     /// The PHY's address on the MDIO bus.
     pub(crate) phy_address: u8,
     /// While the link is up, whether the PHY crossed the pairs over (MDI-X) rather than not
-    /// (MDI); it chooses by itself (automatic MDI/MDI-X).
+    /// (MDI).
     pub(crate) crossed_over: Option<bool>,
+    /// How it chooses: `ETH_TP_MDI_AUTO`, or forced `ETH_TP_MDI` or `ETH_TP_MDI_X`.
+    pub(crate) crossover_ctrl: u8,
+}
+
+/// What `ethtool -s` passes the driver (`ethtool_link_ksettings`): the core fills in what the
+/// command leaves out from what the driver reported.
+pub(crate) struct LinkRequest {
+    pub(crate) autoneg: bool,
+    /// [`link_mode`] bits, of which those the PHY cannot advertise are dropped.
+    pub(crate) advertising: u64,
+    pub(crate) speed: u32,
+    pub(crate) duplex: u8,
+    /// An `ETH_TP_MDI*` value; `ETH_TP_MDI_INVALID` leaves the crossover as it is.
+    pub(crate) mdix_ctrl: u8,
 }
 
 /// Flow control as `ethtool -a` shows it and `-A` sets it: negotiated or forced, and the
@@ -105,6 +119,8 @@ pub(crate) trait Ethtool: Interface {
     fn stat_values(&self, values: &mut [u64]);
     /// The link's settings (`get_link_ksettings`).
     fn link_settings(&self) -> LinkSettings;
+    /// Changes them (`set_link_ksettings`): `ethtool -s DEV speed/duplex/autoneg/advertise/mdix`.
+    fn set_link_settings(&self, request: &LinkRequest) -> Result;
     /// Restarts auto-negotiation (`ethtool -r`, `nway_reset`).
     fn restart_autoneg(&self) -> Result;
     /// The rings' sizes (`ethtool -g`).
@@ -136,6 +152,14 @@ pub(crate) trait Ethtool: Interface {
     /// Reads `bytes.len()` EEPROM bytes from `offset`, which the core checked against
     /// [`Ethtool::eeprom_len`].
     fn read_eeprom(&self, offset: usize, bytes: &mut [u8]) -> Result;
+    /// Writes `bytes` from `offset`, which the core checked against [`Ethtool::eeprom_len`].
+    fn write_eeprom(&self, offset: usize, bytes: &[u8]) -> Result;
+    /// How many results the self-test gives (`ethtool -t`), and their names.
+    const TEST_COUNT: usize;
+    fn test_name(i: usize) -> &'static CStr;
+    /// Runs the self-test, `offline` or online, into `results` (0: passed), [`Ethtool::TEST_COUNT`]
+    /// of them.
+    fn self_test(&self, offline: bool, results: &mut [u64]) -> Result;
 }
 
 /// `get_link_ksettings`.
@@ -176,13 +200,37 @@ pub(crate) unsafe fn get_link_ksettings<A: Ethtool>(
         Some(false) => bindings::ETH_TP_MDI,
         None => bindings::ETH_TP_MDI_INVALID,
     } as u8;
-    base.eth_tp_mdix_ctrl = bindings::ETH_TP_MDI_AUTO as u8;
+    base.eth_tp_mdix_ctrl = link.crossover_ctrl;
     base.autoneg = if link.autoneg {
         bindings::AUTONEG_ENABLE
     } else {
         bindings::AUTONEG_DISABLE
     } as u8;
     0
+}
+
+/// `set_link_ksettings`.
+///
+/// # Safety
+///
+/// Called by the ethtool core with one of this driver's registered devices, whose adapter is an
+/// `A`, and a valid `cmd`, under the RTNL lock.
+pub(crate) unsafe fn set_link_ksettings<A: Ethtool>(
+    dev: *mut NetDevice,
+    cmd: *const bindings::ethtool_link_ksettings,
+) -> c_int {
+    // SAFETY: `cmd` is valid for the call (safety requirement).
+    let cmd = unsafe { &*cmd };
+    let request = LinkRequest {
+        autoneg: u32::from(cmd.base.autoneg) == bindings::AUTONEG_ENABLE,
+        // The first word of the mask holds every mode this layer names (bits below 64).
+        advertising: cmd.link_modes.advertising[0] as u64,
+        speed: cmd.base.speed,
+        duplex: cmd.base.duplex,
+        mdix_ctrl: cmd.base.eth_tp_mdix_ctrl,
+    };
+    // SAFETY: A registered device of this driver has its adapter set until it is unregistered.
+    errno(unsafe { adapter::<A>(dev) }.set_link_settings(&request))
 }
 
 /// `nway_reset`.
@@ -233,30 +281,33 @@ pub(crate) unsafe fn set_ringparam<A: Ethtool>(
     errno(unsafe { adapter::<A>(dev) }.set_ring_sizes(rx, tx))
 }
 
-/// `get_sset_count`: how many statistics `ethtool -S` shows; none of the other string sets.
+/// `get_sset_count`: how many statistics `ethtool -S` shows, and how many results `ethtool -t`;
+/// none of the other string sets.
 ///
 /// # Safety
 ///
 /// As for [`get_link_ksettings`].
 pub(crate) unsafe fn get_sset_count<A: Ethtool>(_dev: *mut NetDevice, set: c_int) -> c_int {
-    if set == bindings::ethtool_stringset_ETH_SS_STATS as c_int {
-        A::STAT_COUNT as c_int
-    } else {
-        eopnotsupp().to_errno()
+    match u32::try_from(set) {
+        Ok(bindings::ethtool_stringset_ETH_SS_STATS) => A::STAT_COUNT as c_int,
+        Ok(bindings::ethtool_stringset_ETH_SS_TEST) => A::TEST_COUNT as c_int,
+        _ => eopnotsupp().to_errno(),
     }
 }
 
-/// `get_strings`: the statistics' names, [`NAME_LEN`] bytes each.
+/// `get_strings`: the statistics' or the tests' names, [`NAME_LEN`] bytes each.
 ///
 /// # Safety
 ///
 /// As for [`get_link_ksettings`]; `data` has room for as many names as [`get_sset_count`] said.
 pub(crate) unsafe fn get_strings<A: Ethtool>(_dev: *mut NetDevice, set: u32, data: *mut u8) {
-    if set != bindings::ethtool_stringset_ETH_SS_STATS {
-        return;
-    }
-    for i in 0..A::STAT_COUNT {
-        let name = A::stat_name(i).to_bytes();
+    let (count, name_of): (usize, fn(usize) -> &'static CStr) = match set {
+        bindings::ethtool_stringset_ETH_SS_STATS => (A::STAT_COUNT, A::stat_name),
+        bindings::ethtool_stringset_ETH_SS_TEST => (A::TEST_COUNT, A::test_name),
+        _ => return,
+    };
+    for i in 0..count {
+        let name = name_of(i).to_bytes();
         let len = name.len().min(NAME_LEN - 1);
         // SAFETY: Slot `i` of `NAME_LEN` bytes lies in `data` (safety requirement); the name
         // fills at most all but its last byte, and the rest is zeroed.
@@ -265,6 +316,31 @@ pub(crate) unsafe fn get_strings<A: Ethtool>(_dev: *mut NetDevice, set: u32, dat
             core::ptr::copy_nonoverlapping(name.as_ptr(), slot, len);
             core::ptr::write_bytes(slot.add(len), 0, NAME_LEN - len);
         }
+    }
+}
+
+/// `self_test`: the tests `ethtool -t` asks for (offline: all, which take the interface down
+/// meanwhile; online: those that leave it be), a result each (0: passed), and whether any
+/// failed.
+///
+/// # Safety
+///
+/// As for [`get_link_ksettings`], with a valid `test` and `data` of a `u64` per test.
+pub(crate) unsafe fn self_test<A: Ethtool>(
+    dev: *mut NetDevice,
+    test: *mut bindings::ethtool_test,
+    data: *mut u64,
+) {
+    // SAFETY: `test` is valid and the core's for the call (safety requirement).
+    let test = unsafe { &mut *test };
+    // SAFETY: `data` holds a `u64` per test, the core's for the call (safety requirement).
+    let results = unsafe { core::slice::from_raw_parts_mut(data, A::TEST_COUNT) };
+    results.fill(0);
+    let offline = test.flags & bindings::ethtool_test_flags_ETH_TEST_FL_OFFLINE != 0;
+    // SAFETY: As in `get_link_ksettings`.
+    let ran = unsafe { adapter::<A>(dev) }.self_test(offline, results);
+    if ran.is_err() || results.iter().any(|result| *result != 0) {
+        test.flags |= bindings::ethtool_test_flags_ETH_TEST_FL_FAILED;
     }
 }
 
@@ -474,6 +550,38 @@ pub(crate) unsafe fn get_eeprom<A: Ethtool>(
     errno(adapter.read_eeprom(offset, bytes))
 }
 
+/// `set_eeprom`: `eeprom.len` bytes to `eeprom.offset`, which the core checked against
+/// [`get_eeprom_len`], if `eeprom.magic` is the one [`get_eeprom`] gives: `EFAULT` otherwise, and
+/// `EOPNOTSUPP` for no bytes, as the C driver answers.
+///
+/// # Safety
+///
+/// As for [`get_eeprom`].
+pub(crate) unsafe fn set_eeprom<A: Ethtool>(
+    dev: *mut NetDevice,
+    eeprom: *mut bindings::ethtool_eeprom,
+    data: *mut u8,
+) -> c_int {
+    // SAFETY: As in `get_link_ksettings`.
+    let adapter = unsafe { adapter::<A>(dev) };
+    // SAFETY: `eeprom` is valid and the core's for the call (safety requirement).
+    let eeprom = unsafe { &*eeprom };
+    let (offset, len) = (eeprom.offset as usize, eeprom.len as usize);
+    if len == 0 {
+        return eopnotsupp().to_errno();
+    }
+    if eeprom.magic != adapter.eeprom_magic() {
+        return EFAULT.to_errno();
+    }
+    match offset.checked_add(len) {
+        Some(end) if end <= adapter.eeprom_len() => {}
+        _ => return EINVAL.to_errno(),
+    }
+    // SAFETY: `data` holds `len` bytes, the core's for the call (safety requirement).
+    let bytes = unsafe { core::slice::from_raw_parts(data, len) };
+    errno(adapter.write_eeprom(offset, bytes))
+}
+
 /// Exports, for the [`Ethtool`] type `$adapter`, each listed `extern "C"` callback under the name
 /// `netdev_shim.c`'s `ethtool_ops` table gives it, passing its arguments on to the generic function
 /// of this module that the entry names.
@@ -506,6 +614,10 @@ macro_rules! ethtool_ops {
             e1000_rs_get_link_ksettings => get_link_ksettings(
                 dev: *mut $crate::netdev::NetDevice,
                 cmd: *mut ::kernel::bindings::ethtool_link_ksettings
+            ) -> ::kernel::ffi::c_int;
+            e1000_rs_set_link_ksettings => set_link_ksettings(
+                dev: *mut $crate::netdev::NetDevice,
+                cmd: *const ::kernel::bindings::ethtool_link_ksettings
             ) -> ::kernel::ffi::c_int;
             e1000_rs_nway_reset => nway_reset(
                 dev: *mut $crate::netdev::NetDevice
@@ -575,6 +687,16 @@ macro_rules! ethtool_ops {
                 dev: *mut $crate::netdev::NetDevice
             ) -> ::kernel::ffi::c_int;
             e1000_rs_get_eeprom => get_eeprom(
+                dev: *mut $crate::netdev::NetDevice,
+                eeprom: *mut ::kernel::bindings::ethtool_eeprom,
+                data: *mut u8
+            ) -> ::kernel::ffi::c_int;
+            e1000_rs_self_test => self_test(
+                dev: *mut $crate::netdev::NetDevice,
+                test: *mut ::kernel::bindings::ethtool_test,
+                data: *mut u64
+            );
+            e1000_rs_set_eeprom => set_eeprom(
                 dev: *mut $crate::netdev::NetDevice,
                 eeprom: *mut ::kernel::bindings::ethtool_eeprom,
                 data: *mut u8

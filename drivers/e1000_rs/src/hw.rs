@@ -5,16 +5,15 @@
 //! error counters.
 
 use kernel::{
-    io::{poll::read_poll_timeout, Io},
+    io::Io,
     pci,
-    prelude::*,
     time::{delay::fsleep, Delta},
 };
 
-use crate::compat;
 use crate::dma_local::DmaAddress;
-use crate::netdev::{self, MacAddress, RxMode};
+use crate::netdev::{MacAddress, RxMode};
 use crate::regs;
+use crate::rx::RxFrames;
 
 /// The register space.
 pub(crate) type Bar0<'bound> = pci::Bar<'bound, { regs::BAR0_SIZE }>;
@@ -147,6 +146,15 @@ pub(crate) fn read32(bar: &Bar0<'_>, offset: usize) -> u32 {
     }
 }
 
+/// Reads the register at `offset`, known only at run time and checked then: all ones outside
+/// BAR 0, as a device that does not answer reads.
+pub(crate) fn read32_at(bar: &Bar0<'_>, offset: usize) -> u32 {
+    match bar.try_read32(offset) {
+        Ok(value) if !mmio_read_fails() => value,
+        _ => ALL_ONES,
+    }
+}
+
 extern "C" {
     fn e1000_rs_fault_init();
     fn e1000_rs_fault_exit();
@@ -218,6 +226,34 @@ pub(crate) fn link_speed_duplex(bar: &Bar0<'_>) -> Option<(u32, bool)> {
     Some((speed, status & regs::STATUS_FD != 0))
 }
 
+/// Has the MAC use a forced speed (`speed`: CTRL's speed bits) and duplex rather than the PHY's:
+/// CTRL's force bits, and auto speed detection off.
+pub(crate) fn force_speed_duplex(bar: &Bar0<'_>, speed: u32, full_duplex: bool) {
+    modify32(bar, regs::CTRL, |ctrl| {
+        let mut ctrl = (ctrl | regs::CTRL_FRCSPD | regs::CTRL_FRCDPX)
+            & !(regs::CTRL_ASDE | regs::CTRL_SPEED_MASK | regs::CTRL_FD);
+        ctrl |= speed & regs::CTRL_SPEED_MASK;
+        if full_duplex {
+            ctrl |= regs::CTRL_FD;
+        }
+        ctrl
+    });
+}
+
+/// Starts the receiver (broadcasts, 2048-byte buffers, the CRC stripped) with descriptors up to
+/// `rx_tail` the device's, and the transmitter, for the self-test's loopback.
+pub(crate) fn start_loopback(bar: &Bar0<'_>, rx_tail: usize) {
+    set_rx_tail(bar, rx_tail);
+    bar.write32(
+        regs::RCTL_EN | regs::RCTL_BAM | regs::RCTL_SECRC,
+        regs::RCTL,
+    );
+    bar.write32(
+        regs::TCTL_EN | regs::TCTL_PSP | regs::TCTL_CT_DEFAULT | regs::TCTL_COLD_FULL_DUPLEX,
+        regs::TCTL,
+    );
+}
+
 /// Resets the controller and leaves every interrupt masked, the link set up and no secondary
 /// receive address.
 pub(crate) fn reset(bar: &Bar0<'_>) {
@@ -236,40 +272,12 @@ pub(crate) fn reset(bar: &Bar0<'_>) {
     fsleep(Delta::from_millis(10));
     bar.write32(u32::MAX, regs::IMC);
     let _ = read32(bar, regs::ICR);
+    // Speed and duplex from the PHY again: QEMU's model keeps CTRL's force bits over the reset.
     modify32(bar, regs::CTRL, |ctrl| {
-        ctrl | regs::CTRL_SLU | regs::CTRL_ASDE
+        (ctrl | regs::CTRL_SLU | regs::CTRL_ASDE) & !(regs::CTRL_FRCSPD | regs::CTRL_FRCDPX)
     });
     // The reset leaves the secondary addresses (QEMU's model) or undefined ones (the chip).
     clear_receive_addresses(bar, 1);
-}
-
-/// Reads one 16-bit EEPROM word through EERD.
-pub(crate) fn read_eeprom(bar: &Bar0<'_>, word: u32) -> Result<u16> {
-    bar.write32(
-        regs::EERD_START | (word << regs::EERD_ADDR_SHIFT),
-        regs::EERD,
-    );
-    let eerd = read_poll_timeout(
-        || Ok(read32(bar, regs::EERD)),
-        |eerd| eerd & regs::EERD_DONE != 0,
-        Delta::from_micros(5),
-        Delta::from_millis(5),
-    )?;
-    Ok((eerd >> regs::EERD_DATA_SHIFT) as u16)
-}
-
-/// The Ethernet address the EEPROM holds.
-pub(crate) fn read_mac_address(bar: &Bar0<'_>) -> Result<MacAddress> {
-    let mut mac = [0u8; 6];
-    for word in 0..regs::EEPROM_MAC_WORDS {
-        let value = read_eeprom(bar, word)?.to_le_bytes();
-        mac[2 * word as usize] = value[0];
-        mac[2 * word as usize + 1] = value[1];
-    }
-    if !netdev::valid_ether_addr(&mac) {
-        return Err(compat::eaddrnotavail());
-    }
-    Ok(mac)
 }
 
 /// Whether the link is up (STATUS.LU); not while the device does not answer.
@@ -323,10 +331,10 @@ fn write_ring_address<const LOW: usize, const HIGH: usize, const LENGTH: usize>(
     bar.write32(len as u32, LENGTH);
 }
 
-/// Starts the receiver with descriptors up to `rx_tail` the device's and `filter`, long packets on
-/// or off, then the transmitter, with interrupts throttled as the C driver starts them. Interrupts
+/// Starts the receiver with descriptors up to `rx_tail` the device's, `filter` and `frames`, then
+/// the transmitter, with interrupts throttled as the C driver starts them. Interrupts
 /// stay masked. After a reset, which cleared the receive filter.
-pub(crate) fn start(bar: &Bar0<'_>, rx_tail: usize, filter: &ReceiveFilter, long_packets: bool) {
+pub(crate) fn start(bar: &Bar0<'_>, rx_tail: usize, filter: &ReceiveFilter, frames: RxFrames) {
     set_rx_tail(bar, rx_tail);
     // Stale causes go before the receiver starts: a frame's RXT0 from then on stays latched (all
     // masked) until interrupts are unmasked.
@@ -340,7 +348,7 @@ pub(crate) fn start(bar: &Bar0<'_>, rx_tail: usize, filter: &ReceiveFilter, long
     for (i, bits) in filter.vlans.iter().enumerate() {
         bar.write32(*bits, regs::VFTA + 4 * i);
     }
-    bar.write32(filter.rctl(long_packets), regs::RCTL);
+    bar.write32(filter.rctl(frames), regs::RCTL);
     bar.write32(
         regs::TCTL_EN | regs::TCTL_PSP | regs::TCTL_CT_DEFAULT | regs::TCTL_COLD_FULL_DUPLEX,
         regs::TCTL,
@@ -368,11 +376,17 @@ pub(crate) fn interrupt_causes(bar: &Bar0<'_>) -> u32 {
     read32(bar, regs::ICR)
 }
 
-/// Masks every interrupt, and has the device see it before this returns: the write is posted,
-/// and reading a register pushes it (the C driver's `E1000_WRITE_FLUSH`).
+/// Masks every interrupt, and has the device see it before this returns.
 #[inline]
 pub(crate) fn mask_interrupts(bar: &Bar0<'_>) {
     bar.write32(u32::MAX, regs::IMC);
+    flush(bar);
+}
+
+/// Has the device see the writes before this returns: they are posted, and reading a register
+/// pushes them (the C driver's `E1000_WRITE_FLUSH`).
+#[inline]
+pub(crate) fn flush(bar: &Bar0<'_>) {
     let _ = read32(bar, regs::STATUS);
 }
 
@@ -404,6 +418,8 @@ pub(crate) struct ReceiveFilter {
     table: [u32; regs::MTA_ENTRIES],
     /// A bit per VLAN ID the interface has, as the VFTA holds them.
     vlans: [u32; regs::VFTA_ENTRIES],
+    /// Frames keep their FCS (`rx-fcs`).
+    pub(crate) keep_fcs: bool,
 }
 
 impl Default for ReceiveFilter {
@@ -416,13 +432,14 @@ impl Default for ReceiveFilter {
             all_unicast: false,
             table: [0; regs::MTA_ENTRIES],
             vlans: [0; regs::VFTA_ENTRIES],
+            keep_fcs: false,
         }
     }
 }
 
 impl ReceiveFilter {
     /// The filter for `mode`, the secondary unicast `addresses` and the multicast `groups`, with
-    /// this one's VLAN IDs.
+    /// this one's VLAN IDs and FCS setting.
     pub(crate) fn with_addresses(
         &self,
         mode: RxMode,
@@ -432,6 +449,7 @@ impl ReceiveFilter {
         let mut filter = Self {
             mode,
             vlans: self.vlans,
+            keep_fcs: self.keep_fcs,
             ..Self::default()
         };
         for (slot, address) in filter.addresses.iter_mut().zip(&mut addresses) {
@@ -470,14 +488,21 @@ impl ReceiveFilter {
         &self.addresses[..self.unicast_entries]
     }
 
-    /// RCTL for a running receiver: 2048-byte buffers (BSIZE 0), broadcasts, the CRC stripped,
-    /// long packets if asked, and what the mode adds (unicast promiscuous does not pass multicast:
-    /// promiscuous sets both bits), and every unicast frame when the secondary addresses did not
-    /// fit.
-    fn rctl(&self, long_packets: bool) -> u32 {
-        let mut rctl = regs::RCTL_EN | regs::RCTL_BAM | regs::RCTL_SECRC;
-        if long_packets {
+    /// RCTL for a running receiver of `frames`: 2048-byte buffers (BSIZE 0), broadcasts, the CRC
+    /// stripped unless kept, long packets if the frames are, bad and MAC control frames and every
+    /// VLAN's if they pass (as the C driver's `rx-all`), what the mode adds (unicast promiscuous
+    /// does not pass multicast: promiscuous sets both bits), and every unicast frame when the
+    /// secondary addresses did not fit.
+    fn rctl(&self, frames: RxFrames) -> u32 {
+        let mut rctl = regs::RCTL_EN | regs::RCTL_BAM;
+        if !self.keep_fcs {
+            rctl |= regs::RCTL_SECRC;
+        }
+        if frames.long() {
             rctl |= regs::RCTL_LPE;
+        }
+        if frames.bad() {
+            rctl |= regs::RCTL_SBP | regs::RCTL_PMCF;
         }
         if self.mode.promiscuous || self.all_unicast {
             rctl |= regs::RCTL_UPE;
@@ -485,26 +510,26 @@ impl ReceiveFilter {
         if self.mode.promiscuous || self.mode.all_multicast {
             rctl |= regs::RCTL_MPE;
         }
-        if self.vlan_filtering() {
+        if self.vlan_filtering() && !frames.bad() {
             rctl |= regs::RCTL_VFE;
         }
         rctl
     }
 }
 
-/// Writes `filter` to a running receiver, long packets on or off.
+/// Writes `filter` to a running receiver of `frames`.
 ///
 /// The stack sets the filter for every multicast group joined or left, which mostly leaves the
 /// mode as it was: RCTL is written only when it changes. QEMU's model holds received frames back
 /// for a second after every RCTL write (its `flush_queue_timer`).
-pub(crate) fn set_receive_filter(bar: &Bar0<'_>, filter: &ReceiveFilter, long_packets: bool) {
+pub(crate) fn set_receive_filter(bar: &Bar0<'_>, filter: &ReceiveFilter, frames: RxFrames) {
     let addresses = filter.addresses();
     for (entry, address) in (1..).zip(addresses) {
         write_receive_address(bar, entry, Some(address));
     }
     clear_receive_addresses(bar, 1 + addresses.len());
     write_multicast_table(bar, &filter.table);
-    update_rctl(bar, filter, long_packets);
+    update_rctl(bar, filter, frames);
 }
 
 /// Writes VFTA register `index` of `filter` to a running receiver, and RCTL if VLAN filtering
@@ -513,21 +538,21 @@ pub(crate) fn set_vlan_filter(
     bar: &Bar0<'_>,
     filter: &ReceiveFilter,
     index: usize,
-    long_packets: bool,
+    frames: RxFrames,
 ) {
     if let Some(bits) = filter.vlans.get(index) {
         // In range: `index` is below `VFTA_ENTRIES`, whose registers lie in BAR 0 (asserted).
         let _ = bar.try_write32(*bits, regs::VFTA + 4 * index);
     }
-    update_rctl(bar, filter, long_packets);
+    update_rctl(bar, filter, frames);
 }
 
 // Every VFTA register lies within BAR 0.
 const _: () = assert!(regs::VFTA + 4 * regs::VFTA_ENTRIES <= regs::BAR0_SIZE);
 
-/// Writes RCTL for `filter` if it changed.
-fn update_rctl(bar: &Bar0<'_>, filter: &ReceiveFilter, long_packets: bool) {
-    let rctl = filter.rctl(long_packets);
+/// Writes RCTL for `filter` and `frames` if it changed.
+pub(crate) fn update_rctl(bar: &Bar0<'_>, filter: &ReceiveFilter, frames: RxFrames) {
+    let rctl = filter.rctl(frames);
     if read32(bar, regs::RCTL) != rctl {
         bar.write32(rctl, regs::RCTL);
     }
@@ -580,15 +605,6 @@ fn write_receive_address(bar: &Bar0<'_>, index: usize, mac: Option<&MacAddress>)
     debug_assert!(index < regs::RAR_ENTRIES);
     let _ = bar.try_write32(low, regs::RAL0 + 8 * index);
     let _ = bar.try_write32(high, regs::RAH0 + 8 * index);
-}
-
-/// The EEPROM's size in 16-bit words: a Microwire EEPROM of 64 or 256 (EECD.EE_SIZE).
-pub(crate) fn eeprom_words(bar: &Bar0<'_>) -> usize {
-    if read32(bar, regs::EECD) & regs::EECD_SIZE != 0 {
-        256
-    } else {
-        64
-    }
 }
 
 /// LED Control, as it is.

@@ -66,6 +66,9 @@ pub(crate) struct Features {
     pub(crate) tcp_segmentation: bool,
     /// Received frames with their checksum (`NETIF_F_RXCSUM`).
     pub(crate) rx_checksum: bool,
+    /// Received frames with their Frame Check Sequence (`NETIF_F_RXFCS`), and frames the hardware
+    /// would have filtered or found damaged (`NETIF_F_RXALL`), both off until asked for.
+    pub(crate) rx_fcs_and_all: bool,
     /// Secondary unicast addresses filtered by the hardware (`IFF_UNICAST_FLT`).
     pub(crate) unicast_filter: bool,
     /// 802.1Q tags inserted and stripped, VLAN IDs filtered (`NETIF_F_HW_VLAN_CTAG_TX`, `_RX`,
@@ -81,6 +84,25 @@ pub(crate) struct FeatureSet(u64);
 impl FeatureSet {
     const VLAN_INSERTION: u64 = 1 << bindings::NETIF_F_HW_VLAN_CTAG_TX_BIT;
     const VLAN_STRIPPING: u64 = 1 << bindings::NETIF_F_HW_VLAN_CTAG_RX_BIT;
+    const RX_CHECKSUM: u64 = 1 << bindings::NETIF_F_RXCSUM_BIT;
+    const RX_FCS: u64 = 1 << bindings::NETIF_F_RXFCS_BIT;
+    const RX_ALL: u64 = 1 << bindings::NETIF_F_RXALL_BIT;
+
+    /// Whether received frames carry the checksum the driver computed (`NETIF_F_RXCSUM`).
+    pub(crate) fn rx_checksum(self) -> bool {
+        self.0 & Self::RX_CHECKSUM != 0
+    }
+
+    /// Whether received frames keep their Frame Check Sequence (`NETIF_F_RXFCS`).
+    pub(crate) fn rx_fcs(self) -> bool {
+        self.0 & Self::RX_FCS != 0
+    }
+
+    /// Whether frames the MAC would drop reach the stack: damaged, too long, of a VLAN the
+    /// interface does not have, MAC control (`NETIF_F_RXALL`).
+    pub(crate) fn rx_all(self) -> bool {
+        self.0 & Self::RX_ALL != 0
+    }
 
     /// Whether received frames' 802.1Q tags are stripped (`NETIF_F_HW_VLAN_CTAG_RX`).
     pub(crate) fn vlan_stripping(self) -> bool {
@@ -110,6 +132,7 @@ extern "C" {
         scatter_gather: bool,
         tcp_segmentation: bool,
         rx_checksum: bool,
+        rx_fcs_and_all: bool,
         unicast_filter: bool,
         vlan: bool,
         min_mtu: c_uint,
@@ -150,7 +173,7 @@ extern "C" {
     fn e1000_rs_napi_disable(napi: *mut NapiStruct);
     fn e1000_rs_napi_schedule(napi: *mut NapiStruct);
     fn e1000_rs_napi_complete_done(napi: *mut NapiStruct, work_done: c_int) -> bool;
-    fn e1000_rs_rx_checksum_enabled(dev: *mut NetDevice) -> bool;
+    fn e1000_rs_features(dev: *mut NetDevice) -> u64;
     fn e1000_rs_receive(napi: *mut NapiStruct, skb: *mut bindings::sk_buff);
     fn e1000_rs_set_stats(stats: *mut LinkStats64, counters: *const Stats);
 }
@@ -298,6 +321,7 @@ impl NetDev {
                 features.scatter_gather,
                 features.tcp_segmentation,
                 features.rx_checksum,
+                features.rx_fcs_and_all,
                 features.unicast_filter,
                 features.vlan,
                 min_mtu,
@@ -490,10 +514,10 @@ impl NetDev {
         unsafe { e1000_rs_reset_queue(self.raw()) };
     }
 
-    /// Whether received frames may carry a checksum (`NETIF_F_RXCSUM`, `ethtool -K DEV rx`).
-    pub(crate) fn rx_checksum_enabled(&self) -> bool {
+    /// The features the stack has on (`ethtool -K`), as the receive path reads them for each poll.
+    pub(crate) fn features(&self) -> FeatureSet {
         // SAFETY: `raw` is valid.
-        unsafe { e1000_rs_rx_checksum_enabled(self.raw()) }
+        FeatureSet(unsafe { e1000_rs_features(self.raw()) })
     }
 }
 

@@ -56,6 +56,7 @@ static_assert(sizeof(netdev_features_t) == sizeof(u64));
 static const struct ethtool_ops e1000_rs_ethtool_ops = {
 	.get_link = ethtool_op_get_link,
 	.get_link_ksettings = e1000_rs_get_link_ksettings,
+	.set_link_ksettings = e1000_rs_set_link_ksettings,
 	.nway_reset = e1000_rs_nway_reset,
 	.get_ringparam = e1000_rs_get_ringparam,
 	.set_ringparam = e1000_rs_set_ringparam,
@@ -73,6 +74,8 @@ static const struct ethtool_ops e1000_rs_ethtool_ops = {
 	.get_regs = e1000_rs_get_regs,
 	.get_eeprom_len = e1000_rs_get_eeprom_len,
 	.get_eeprom = e1000_rs_get_eeprom,
+	.set_eeprom = e1000_rs_set_eeprom,
+	.self_test = e1000_rs_self_test,
 };
 
 /* ethtool.rs's msg module names the message classes with these values. */
@@ -91,7 +94,7 @@ void e1000_rs_device_set_wakeup_enable(struct device *dev, bool enable)
 
 /* The features are offload.rs's choice; this only spells them as the stack does. */
 struct net_device *e1000_rs_alloc_netdev(struct device *parent, bool hw_csum, bool sg, bool tso,
-					 bool rxcsum, bool unicast_filter, bool vlan,
+					 bool rxcsum, bool rxfcs_rxall, bool unicast_filter, bool vlan,
 					 unsigned int min_mtu,
 					 unsigned int max_mtu,
 					 unsigned int tx_timeout_ms)
@@ -110,6 +113,8 @@ struct net_device *e1000_rs_alloc_netdev(struct device *parent, bool hw_csum, bo
 		dev->watchdog_timeo = msecs_to_jiffies(tx_timeout_ms);
 		dev->features |= features;
 		dev->hw_features |= features;
+		if (rxfcs_rxall)
+			dev->hw_features |= NETIF_F_RXFCS | NETIF_F_RXALL;
 		if (vlan) {
 			dev->features |= NETIF_F_HW_VLAN_CTAG_RX | NETIF_F_HW_VLAN_CTAG_TX |
 					 NETIF_F_HW_VLAN_CTAG_FILTER;
@@ -291,9 +296,9 @@ bool e1000_rs_napi_complete_done(struct napi_struct *napi, int work_done)
 	return napi_complete_done(napi, work_done);
 }
 
-bool e1000_rs_rx_checksum_enabled(struct net_device *dev)
+u64 e1000_rs_features(struct net_device *dev)
 {
-	return dev->features & NETIF_F_RXCSUM;
+	return dev->features;
 }
 
 void e1000_rs_skb_checksum_complete(struct sk_buff *skb, __wsum checksum)

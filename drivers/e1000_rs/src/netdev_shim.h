@@ -30,6 +30,7 @@ int e1000_rs_vlan_rx_kill_vid(struct net_device *dev, __be16 protocol, u16 vid);
 
 /* Implemented in Rust (src/ethtool.rs's ethtool_ops!). */
 int e1000_rs_get_link_ksettings(struct net_device *dev, struct ethtool_link_ksettings *cmd);
+int e1000_rs_set_link_ksettings(struct net_device *dev, const struct ethtool_link_ksettings *cmd);
 int e1000_rs_nway_reset(struct net_device *dev);
 void e1000_rs_get_ringparam(struct net_device *dev, struct ethtool_ringparam *ring,
 			    struct kernel_ethtool_ringparam *kernel_ring,
@@ -51,6 +52,8 @@ int e1000_rs_get_regs_len(struct net_device *dev);
 void e1000_rs_get_regs(struct net_device *dev, struct ethtool_regs *regs, void *data);
 int e1000_rs_get_eeprom_len(struct net_device *dev);
 int e1000_rs_get_eeprom(struct net_device *dev, struct ethtool_eeprom *eeprom, u8 *data);
+int e1000_rs_set_eeprom(struct net_device *dev, struct ethtool_eeprom *eeprom, u8 *data);
+void e1000_rs_self_test(struct net_device *dev, struct ethtool_test *test, u64 *data);
 
 /*
  * The counters e1000_rs reports through ndo_get_stats64; netdev.rs's Stats mirrors this layout
@@ -68,7 +71,7 @@ extern const size_t e1000_rs_priv_offset;
 extern const size_t e1000_rs_adapter_offset;
 
 struct net_device *e1000_rs_alloc_netdev(struct device *parent, bool hw_csum, bool sg, bool tso,
-					 bool rxcsum, bool unicast_filter, bool vlan,
+					 bool rxcsum, bool rxfcs_rxall, bool unicast_filter, bool vlan,
 					 unsigned int min_mtu,
 					 unsigned int max_mtu,
 					 unsigned int tx_timeout_ms);
@@ -106,7 +109,7 @@ void e1000_rs_napi_enable(struct napi_struct *napi);
 void e1000_rs_napi_disable(struct napi_struct *napi);
 void e1000_rs_napi_schedule(struct napi_struct *napi);
 bool e1000_rs_napi_complete_done(struct napi_struct *napi, int work_done);
-bool e1000_rs_rx_checksum_enabled(struct net_device *dev);
+u64 e1000_rs_features(struct net_device *dev);
 void e1000_rs_skb_checksum_complete(struct sk_buff *skb, __wsum checksum);
 void e1000_rs_skb_reserve(struct sk_buff *skb, unsigned int length);
 void e1000_rs_receive(struct napi_struct *napi, struct sk_buff *skb);

@@ -14,16 +14,19 @@ use crate::skb::Skb;
 /// What the interface offers the stack, and all this module handles: checksums of any protocol
 /// the stack asks for at offsets the context descriptor takes (`NETIF_F_HW_CSUM`), frames in page
 /// fragments (`NETIF_F_SG`), TCP/IPv4 segmentation (`NETIF_F_TSO`), and the receive checksum the
-/// copying receive path computes (`NETIF_F_RXCSUM`). Receive addresses take secondary unicast
-/// addresses (`IFF_UNICAST_FLT`). 802.1Q tags are inserted and stripped by the MAC and VLAN IDs
-/// filtered by its VFTA (`NETIF_F_HW_VLAN_CTAG_TX`, `_RX`, `_FILTER`); VLAN interfaces keep the
-/// checksum, scatter-gather and segmentation offloads. All can be toggled with `ethtool -K` but the
-/// unicast and VLAN filters, and tag insertion follows stripping: CTRL.VME turns both on.
+/// copying receive path computes (`NETIF_F_RXCSUM`); off until asked for, frames with their FCS
+/// (`NETIF_F_RXFCS`) and frames the MAC would drop (`NETIF_F_RXALL`). Receive addresses take
+/// secondary unicast addresses (`IFF_UNICAST_FLT`). 802.1Q tags are inserted and stripped by the
+/// MAC and VLAN IDs filtered by its VFTA (`NETIF_F_HW_VLAN_CTAG_TX`, `_RX`, `_FILTER`); VLAN
+/// interfaces keep the checksum, scatter-gather and segmentation offloads. All can be toggled with
+/// `ethtool -K` but the unicast and VLAN filters, and tag insertion follows stripping: CTRL.VME
+/// turns both on.
 pub(crate) const FEATURES: Features = Features {
     hw_checksum: true,
     scatter_gather: true,
     tcp_segmentation: true,
     rx_checksum: true,
+    rx_fcs_and_all: true,
     unicast_filter: true,
     vlan: true,
 };

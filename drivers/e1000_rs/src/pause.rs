@@ -30,7 +30,7 @@ impl Directions {
     /// The advertisement's PAUSE and ASM_DIR bits for these directions (802.3 Annex 28B): both
     /// directions, or receive only (whose partner may send), advertise both bits; send only,
     /// ASM_DIR alone.
-    fn advertised(self) -> u16 {
+    pub(crate) fn advertised(self) -> u16 {
         match (self.rx, self.tx) {
             (true, _) => regs::MII_PAUSE | regs::MII_ASM_DIR,
             (false, true) => regs::MII_ASM_DIR,
@@ -85,23 +85,6 @@ fn resolve(requested: Directions, ours: u16, partners: u16) -> Directions {
     } else {
         Directions::RX
     }
-}
-
-/// Advertises `requested` to the link partner and has the PHY negotiate the link again, as the C
-/// driver does after each controller reset (which resets the advertisement): the link goes down
-/// until the negotiation completes, and a link change interrupt says so.
-pub(crate) fn negotiate(bar: &Bar0<'_>, requested: Directions) -> Result {
-    let advertised = phy::read(bar, regs::MII_ADVERTISE)?;
-    let wanted = (advertised & !(regs::MII_PAUSE | regs::MII_ASM_DIR)) | requested.advertised();
-    if wanted != advertised {
-        phy::write(bar, regs::MII_ADVERTISE, wanted)?;
-    }
-    let control = phy::read(bar, regs::MII_CONTROL)?;
-    phy::write(
-        bar,
-        regs::MII_CONTROL,
-        control | regs::MII_CONTROL_AUTONEG_ENABLE | regs::MII_CONTROL_RESTART_AUTONEG,
-    )
 }
 
 /// What the link resolved to, once auto-negotiation completed on a link that is up; `None` before.

@@ -48,16 +48,50 @@ pub(crate) fn write(bar: &Bar0<'_>, reg: u32, value: u16) -> Result {
 }
 
 /// Sets the copper PHY's specific control as the C driver does after each reset of the controller
-/// (which resets the PHY's registers too on QEMU's model): MDI/MDI-X chosen automatically,
-/// polarity corrected, carrier sense asserted while transmitting. The C driver also resets the PHY
-/// afterwards, which a real M88 PHY needs to apply the crossover mode, and sets its extended
-/// control; neither is done here yet (QEMU's model applies the register at once).
+/// (which resets the PHY's registers too on QEMU's model): polarity corrected, carrier sense
+/// asserted while transmitting. The crossover is the link's to set (`link.rs`).
 pub(crate) fn set_up_copper(bar: &Bar0<'_>) -> Result {
-    let control = read(bar, regs::M88_PHY_SPEC_CTRL)?;
-    let wanted = (control | regs::M88_PSCR_AUTO_CROSSOVER | regs::M88_PSCR_ASSERT_CRS_ON_TX)
-        & !regs::M88_PSCR_POLARITY_REVERSAL_DISABLED;
-    if wanted != control {
-        write(bar, regs::M88_PHY_SPEC_CTRL, wanted)?;
+    update(bar, regs::M88_PHY_SPEC_CTRL, |control| {
+        (control | regs::M88_PSCR_ASSERT_CRS_ON_TX) & !regs::M88_PSCR_POLARITY_REVERSAL_DISABLED
+    })
+}
+
+/// Sets the crossover mode bits of PHY Specific Control to `bits` (one of the `M88_PSCR_*`
+/// crossover modes).
+pub(crate) fn set_crossover(bar: &Bar0<'_>, bits: u16) -> Result {
+    update(bar, regs::M88_PHY_SPEC_CTRL, |control| {
+        (control & !regs::M88_PSCR_AUTO_CROSSOVER) | bits
+    })
+}
+
+/// After a reset of the PHY alone: its transmit clock at 25 MHz again, and carrier sense on
+/// transmit, as the C driver sets them.
+pub(crate) fn set_up_extended(bar: &Bar0<'_>) -> Result {
+    update(bar, regs::M88_EXT_PHY_SPEC_CTRL, |control| {
+        control | regs::M88_EPSCR_TX_CLK_25
+    })?;
+    update(bar, regs::M88_PHY_SPEC_CTRL, |control| {
+        control | regs::M88_PSCR_ASSERT_CRS_ON_TX
+    })
+}
+
+/// Resets the PHY (a soft reset, which keeps the registers' values and applies the control),
+/// with the bits `cleared` cleared and `set` set in its Control register.
+pub(crate) fn reset(bar: &Bar0<'_>, cleared: u16, set: u16) -> Result {
+    let control = read(bar, regs::MII_CONTROL)?;
+    write(
+        bar,
+        regs::MII_CONTROL,
+        (control & !cleared) | set | regs::MII_CONTROL_RESET,
+    )
+}
+
+/// Rewrites PHY register `reg` with `change` applied, if that changes it.
+fn update(bar: &Bar0<'_>, reg: u32, change: impl FnOnce(u16) -> u16) -> Result {
+    let value = read(bar, reg)?;
+    let wanted = change(value);
+    if wanted != value {
+        write(bar, reg, wanted)?;
     }
     Ok(())
 }

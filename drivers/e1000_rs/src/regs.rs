@@ -13,13 +13,22 @@ pub(crate) const STATUS: usize = 0x0008;
 /// VLAN Ether Type: the tag protocol identifier the MAC recognises and inserts.
 pub(crate) const VET: usize = 0x0038;
 pub(crate) const VET_8021Q: u32 = 0x8100;
-/// EEPROM/Flash Control and Data, and its EEPROM Present bit.
+/// EEPROM/Flash Control and Data: the Microwire lines (clock, chip select, data in and out), the
+/// request for them and the MAC's grant, and EEPROM Present.
 pub(crate) const EECD: usize = 0x0010;
+pub(crate) const EECD_SK: u32 = 1 << 0;
+pub(crate) const EECD_CS: u32 = 1 << 1;
+pub(crate) const EECD_DI: u32 = 1 << 2;
+pub(crate) const EECD_DO: u32 = 1 << 3;
+pub(crate) const EECD_REQ: u32 = 1 << 6;
+pub(crate) const EECD_GNT: u32 = 1 << 7;
 pub(crate) const EECD_PRES: u32 = 1 << 8;
 /// EEPROM Read.
 pub(crate) const EERD: usize = 0x0014;
 /// Interrupt Cause Read (read to clear).
 pub(crate) const ICR: usize = 0x00c0;
+/// Interrupt Cause Set: sets causes as if the device had.
+pub(crate) const ICS: usize = 0x00c8;
 /// Interrupt Throttling Rate, in units of 256 ns.
 pub(crate) const ITR: usize = 0x00c4;
 /// Interrupt Mask Set/Read.
@@ -46,6 +55,8 @@ pub(crate) const TDLEN: usize = 0x3808;
 pub(crate) const TDH: usize = 0x3810;
 pub(crate) const TDT: usize = 0x3818;
 pub(crate) const TIDV: usize = 0x3820;
+/// Transmit Configuration Word (the 1000BASE-X auto-negotiation word; a copper link leaves it).
+pub(crate) const TXCW: usize = 0x0178;
 /// Multicast Table Array: 128 registers.
 pub(crate) const MTA: usize = 0x5200;
 pub(crate) const MTA_ENTRIES: usize = 128;
@@ -91,6 +102,14 @@ pub(crate) const CTRL_RST: u32 = 1 << 26;
 /// CTRL: VLAN Mode Enable: tags are stripped from received frames into their descriptor, and
 /// inserted into sent frames from theirs.
 pub(crate) const CTRL_VME: u32 = 1 << 30;
+/// CTRL: a forced link's Full Duplex and speed (00 10 Mb/s, 01 100 Mb/s, 10 1000 Mb/s), which Force Speed and
+/// Force Duplex make the MAC use instead of the PHY's.
+pub(crate) const CTRL_FD: u32 = 1 << 0;
+pub(crate) const CTRL_SPEED_MASK: u32 = 3 << 8;
+pub(crate) const CTRL_SPEED_100: u32 = 1 << 8;
+pub(crate) const CTRL_SPEED_1000: u32 = 2 << 8;
+pub(crate) const CTRL_FRCSPD: u32 = 1 << 11;
+pub(crate) const CTRL_FRCDPX: u32 = 1 << 12;
 
 /// STATUS: Full Duplex, Link Up, and the resolved speed (00 10 Mb/s, 01 100 Mb/s, 1x 1000 Mb/s).
 pub(crate) const STATUS_FD: u32 = 1 << 0;
@@ -124,6 +143,9 @@ pub(crate) const RCTL_UPE: u32 = 1 << 3;
 pub(crate) const RCTL_MPE: u32 = 1 << 4;
 pub(crate) const RCTL_BAM: u32 = 1 << 15;
 pub(crate) const RCTL_SECRC: u32 = 1 << 26;
+/// RCTL: Store Bad Packets (damaged and too long frames pass) and Pass MAC Control Frames.
+pub(crate) const RCTL_SBP: u32 = 1 << 2;
+pub(crate) const RCTL_PMCF: u32 = 1 << 23;
 /// RCTL: VLAN Filter Enable (tagged frames pass only for VLAN IDs set in the VFTA), Canonical Form
 /// Indicator Enable (left clear: the CFI bit does not filter).
 pub(crate) const RCTL_VFE: u32 = 1 << 18;
@@ -187,13 +209,13 @@ pub(crate) const TX_POPTS_TXSM: u8 = 1 << 1;
 pub(crate) const TX_POPTS_IXSM: u8 = 1 << 0;
 
 /// EEPROM words 0 to 2 hold the Ethernet address.
-pub(crate) const EEPROM_MAC_WORDS: u32 = 3;
+pub(crate) const EEPROM_MAC_WORDS: u16 = 3;
 /// EEPROM word 4, ID LED Settings: a 4-bit code per LED (LED0 lowest) saying what it shows in the
 /// two identification modes; 0x0000 and 0xFFFF mean none is set.
-pub(crate) const EEPROM_ID_LED_SETTINGS: u32 = 0x04;
+pub(crate) const EEPROM_ID_LED_SETTINGS: u16 = 0x04;
 /// EEPROM word 0x24, Initialization Control 3 (port A), and its APM Enable bit: wake on a magic
 /// packet by default.
-pub(crate) const EEPROM_INIT_CONTROL3_PORT_A: u32 = 0x24;
+pub(crate) const EEPROM_INIT_CONTROL3_PORT_A: u16 = 0x24;
 pub(crate) const EEPROM_APME: u16 = 1 << 10;
 
 /// EECD: EEPROM Size: a Microwire EEPROM of 256 words rather than 64.
@@ -225,10 +247,12 @@ pub(crate) const PHY_1000T_IDLE_ERRORS: u16 = 0xff;
 pub(crate) const M88_PHY_SPEC_CTRL: u32 = 16;
 pub(crate) const M88_PHY_SPEC_STATUS: u32 = 17;
 pub(crate) const M88_RX_ERR_CNTR: u32 = 21;
-/// M88 PHY Specific Control: polarity reversal disabled, MDI/MDI-X chosen automatically (both
-/// bits of the crossover mode), carrier sense asserted while transmitting.
+/// M88 PHY Specific Control: polarity reversal disabled, the crossover mode (bits 6:5: MDI/MDI-X
+/// chosen automatically, or forced either way), carrier sense asserted while transmitting.
 pub(crate) const M88_PSCR_POLARITY_REVERSAL_DISABLED: u16 = 1 << 1;
 pub(crate) const M88_PSCR_AUTO_CROSSOVER: u16 = 3 << 5;
+pub(crate) const M88_PSCR_MANUAL_MDI: u16 = 0;
+pub(crate) const M88_PSCR_MANUAL_MDIX: u16 = 1 << 5;
 pub(crate) const M88_PSCR_ASSERT_CRS_ON_TX: u16 = 1 << 11;
 /// M88 PHY Specific Status: the pairs are crossed over (MDI-X).
 pub(crate) const M88_PSSR_MDIX: u16 = 1 << 6;
@@ -243,12 +267,34 @@ pub(crate) const CTRL_TFCE: u32 = 1 << 28;
 pub(crate) const MII_CONTROL: u32 = 0;
 pub(crate) const MII_CONTROL_RESTART_AUTONEG: u16 = 1 << 9;
 pub(crate) const MII_CONTROL_AUTONEG_ENABLE: u16 = 1 << 12;
+/// MII Control of a forced link: duplex, speed (bit 6 and bit 13: 00 10 Mb/s, 01 100 Mb/s, 10 1000
+/// Mb/s in that order), and the PHY's reset, which applies them.
+pub(crate) const MII_CONTROL_FULL_DUPLEX: u16 = 1 << 8;
+pub(crate) const MII_CONTROL_SPEED_100: u16 = 1 << 13;
+pub(crate) const MII_CONTROL_SPEED_1000: u16 = 1 << 6;
+pub(crate) const MII_CONTROL_RESET: u16 = 1 << 15;
+/// MII Control: the PHY sends what the MAC transmits back to it (the self-test's loopback).
+pub(crate) const MII_CONTROL_LOOPBACK: u16 = 1 << 14;
 pub(crate) const MII_STATUS: u32 = 1;
 pub(crate) const MII_STATUS_AUTONEG_COMPLETE: u16 = 1 << 5;
 pub(crate) const MII_ADVERTISE: u32 = 4;
 pub(crate) const MII_PARTNER_ABILITY: u32 = 5;
 pub(crate) const MII_PAUSE: u16 = 1 << 10;
 pub(crate) const MII_ASM_DIR: u16 = 1 << 11;
+/// The Advertisement's 10BASE-T and 100BASE-TX abilities, and 1000BASE-T Control's full duplex
+/// one (802.3 clauses 28 and 40).
+pub(crate) const MII_ADVERTISE_10_HALF: u16 = 1 << 5;
+pub(crate) const MII_ADVERTISE_10_FULL: u16 = 1 << 6;
+pub(crate) const MII_ADVERTISE_100_HALF: u16 = 1 << 7;
+pub(crate) const MII_ADVERTISE_100_FULL: u16 = 1 << 8;
+pub(crate) const MII_ADVERTISE_SPEEDS: u16 =
+    MII_ADVERTISE_10_HALF | MII_ADVERTISE_10_FULL | MII_ADVERTISE_100_HALF | MII_ADVERTISE_100_FULL;
+pub(crate) const PHY_1000T_CTRL: u32 = 9;
+pub(crate) const PHY_1000T_CTRL_ADV_FULL: u16 = 1 << 9;
+/// M88 Extended PHY Specific Control: the transmit clock at 25 MHz, which a PHY reset takes back
+/// to 2.5 MHz.
+pub(crate) const M88_EXT_PHY_SPEC_CTRL: u32 = 20;
+pub(crate) const M88_EPSCR_TX_CLK_25: u16 = 7 << 4;
 
 /// Flow control: the PAUSE frame's destination address (FCAL, FCAH: 01:80:C2:00:00:01) and type
 /// (FCT: 0x8808) that the MAC recognises, the pause time it sends (FCTTV, in 512-bit times), and

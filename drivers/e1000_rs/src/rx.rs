@@ -27,8 +27,11 @@ const RX_COPYBREAK: u16 = 256;
 const VLAN_HLEN: u16 = 4;
 /// The standard MTU, above which long packets are on.
 const ETH_DATA_LEN: u32 = 1500;
+/// The Frame Check Sequence the MAC strips (RCTL.SECRC) unless `rx-fcs` keeps it.
+const ETH_FCS_LEN: u16 = 4;
 
-/// The frames the receiver takes, by the interface's MTU.
+/// The frames the receiver takes: by the interface's MTU, and whether those the MAC would drop
+/// pass too (`rx-all`).
 ///
 /// # Invariants
 ///
@@ -39,19 +42,28 @@ pub(crate) struct RxFrames {
     /// Long packets on: above a 1500-byte MTU, as in the C driver (the MAC's limit of 1522 bytes
     /// counts the CRC, so from 1501 bytes a tagged frame would not pass).
     long: bool,
+    /// Bad frames stored (RCTL.SBP): damaged ones, and ones longer than the MTU's, up to a
+    /// buffer's size.
+    bad: bool,
 }
 
 impl RxFrames {
     /// The frames of an MTU of `mtu` bytes: up to 1522 bytes (1500 and a VLAN tag, all the MAC
     /// passes with long packets off) for an MTU up to 1500, else the MTU's frame and a VLAN tag,
-    /// with long packets on. `None` past what a frame length can say.
+    /// with long packets on; bad frames dropped. `None` past what a frame length can say.
     pub(crate) fn for_mtu(mtu: u32) -> Option<Self> {
         let len = u16::try_from(mtu).ok()?.checked_add(ETH_HLEN + VLAN_HLEN)?;
         // INVARIANT: raised to `MAX_FRAME_LEN`.
         Some(Self {
             max_len: len.max(regs::MAX_FRAME_LEN),
             long: mtu > ETH_DATA_LEN,
+            bad: false,
         })
+    }
+
+    /// The same frames, bad ones passing or not.
+    pub(crate) fn with_bad(self, bad: bool) -> Self {
+        Self { bad, ..self }
     }
 
     /// The longest frame, in bytes.
@@ -64,9 +76,16 @@ impl RxFrames {
         self.long
     }
 
-    /// The receive buffers these frames need.
+    /// Whether bad frames pass: RCTL.SBP.
+    pub(crate) fn bad(self) -> bool {
+        self.bad
+    }
+
+    /// The receive buffers these frames need: as long as RCTL.BSIZE says (2048 bytes) where a
+    /// frame may fill it, long packets or bad ones; otherwise only the longest frame the MAC
+    /// passes, so that two buffers share a page.
     fn buffer_len(self) -> RxBufferLen {
-        if self.long() {
+        if self.long || self.bad {
             RxBufferLen::Long
         } else {
             RxBufferLen::Standard
@@ -75,11 +94,12 @@ impl RxFrames {
 }
 
 impl Default for RxFrames {
-    /// The frames of the default 1500-byte MTU.
+    /// The frames of the default 1500-byte MTU, bad ones dropped.
     fn default() -> Self {
         Self {
             max_len: regs::MAX_FRAME_LEN,
             long: false,
+            bad: false,
         }
     }
 }
@@ -227,7 +247,13 @@ impl<'a> RxRing<'a> {
     ) -> (RxDone, Option<usize>) {
         let mut done = RxDone::default();
         let mut tail = None;
-        let rx_checksum = netdev.rx_checksum_enabled();
+        let features = netdev.features();
+        // With `rx-fcs`, RCTL.SECRC is off and the hardware leaves the FCS in the frame.
+        let max_len = if features.rx_fcs() {
+            self.frames.max_len.saturating_add(ETH_FCS_LEN)
+        } else {
+            self.frames.max_len
+        };
         let mut seen = 0;
         while seen < budget {
             let i = self.next_to_clean;
@@ -247,10 +273,10 @@ impl<'a> RxRing<'a> {
                 self.discarding = !end_of_packet;
                 self.recycle(i);
                 None
-            } else if errors & regs::RX_ERR_FRAME != 0 {
-                // A damaged frame. A checksum error (IPE, TCPE) is not one: the frame is
-                // delivered, and the stack checks its checksum (the driver never marks one
-                // checked by the device).
+            } else if errors & regs::RX_ERR_FRAME != 0 && !self.frames.bad {
+                // A damaged frame, delivered only with `rx-all`. A checksum error (IPE, TCPE) is
+                // not one: the frame is delivered, and the stack checks its checksum (the driver
+                // never marks one checked by the device).
                 done.errors += 1;
                 self.drop_frame(i, end_of_packet);
                 None
@@ -258,16 +284,18 @@ impl<'a> RxRing<'a> {
                 // SAFETY: From the NAPI poll (safety requirement); the device is done with the
                 // descriptor.
                 unsafe { self.add_piece(i, length, end_of_packet, napi, &mut done) }
-            } else if !(ETH_HLEN..=self.piece_len).contains(&length) || length > self.frames.max_len
+            } else if !(ETH_HLEN..=self.piece_len).contains(&length)
+                || (length > max_len && !self.frames.bad)
             {
-                // A frame longer than the MTU's, or than the buffer holds (the device's fault).
+                // A frame longer than the MTU's (which `rx-all` lets through, as the MAC does with
+                // RCTL.SBP), or than the buffer holds (the device's fault).
                 done.length_errors += 1;
                 self.drop_frame(i, end_of_packet);
                 None
             } else {
                 // SAFETY: From the NAPI poll (safety requirement); the device is done with the
                 // descriptor and wrote `length` bytes, at most the buffer's size (checked above).
-                let frame = unsafe { self.take_frame(i, length, napi, rx_checksum) };
+                let frame = unsafe { self.take_frame(i, length, napi, features.rx_checksum()) };
                 // No memory: the buffer stays on the descriptor, the frame is dropped.
                 done.dropped += u64::from(frame.is_none());
                 frame
@@ -279,7 +307,9 @@ impl<'a> RxRing<'a> {
                     skb.set_vlan_tag(tag);
                 }
                 done.frames.packets += 1;
-                done.frames.bytes += u64::from(skb.len());
+                // Bytes of the frames, not of their FCS (as the C driver counts).
+                let fcs = if features.rx_fcs() { ETH_FCS_LEN } else { 0 };
+                done.frames.bytes += u64::from(skb.len().saturating_sub(fcs.into()));
                 deliver(skb);
             }
             let addr = match (&self.copy, self.slots[i].as_ref()) {

@@ -7,11 +7,13 @@
  * third adds MAC, and the COUNT - 1 addresses after it (1 by default), to IFACE's secondary unicast
  * addresses (PACKET_MR_UNICAST memberships, as a macvlan or a bridge port adds one) until SECONDS
  * pass or a SIGTERM comes, printing "member" once the receive filter has them and "left" once it
- * has not.
+ * has not. The fourth prints the length of each frame with ETHERTYPE from SRCMAC that IFACE
+ * receives, as the stack hands it to a packet socket, until COUNT have come or SECONDS passed.
  *
  *   rawframes IFACE DSTMAC ETHERTYPE SIZE COUNT      e.g. rawframes eth0 52:54:00:12:34:00 0x88b5 60 10
  *   rawframes IFACE DSTMAC udp-bad-checksum|udp SRC_IP DST_IP COUNT
  *   rawframes IFACE MAC unicast-member SECONDS [COUNT]
+ *   rawframes IFACE SRCMAC capture ETHERTYPE COUNT SECONDS
  */
 #include <arpa/inet.h>
 #include <linux/if_packet.h>
@@ -23,6 +25,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "inet_checksum.h"
@@ -158,6 +161,47 @@ static int unicast_member(const char *iface, const unsigned char *mac, long seco
 	return 0;
 }
 
+/* The fourth form: lengths of the frames with ETHERTYPE from SRC that IFACE receives. */
+static int capture(const char *iface, const unsigned char *src, long ethertype, long count,
+		   long seconds)
+{
+	struct sockaddr_ll at = { .sll_family = AF_PACKET, .sll_protocol = htons(ethertype) };
+	struct timeval wait = { .tv_sec = 1 };
+	unsigned char frame[65536];
+	struct timeval until, now;
+	long caught = 0;
+	ssize_t len;
+	int fd;
+
+	at.sll_ifindex = if_nametoindex(iface);
+	if (!at.sll_ifindex) {
+		perror("rawframes: interface");
+		return 1;
+	}
+	fd = socket(AF_PACKET, SOCK_RAW, htons(ethertype));
+	if (fd < 0 || bind(fd, (struct sockaddr *)&at, sizeof(at)) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof(wait)) < 0) {
+		perror("rawframes: capture socket");
+		return 1;
+	}
+	/* Bound: what else it sees may come before any frame the test sends. */
+	printf("capturing\n");
+	fflush(stdout);
+	gettimeofday(&until, NULL);
+	until.tv_sec += seconds;
+	while (caught < count) {
+		gettimeofday(&now, NULL);
+		if (!timercmp(&now, &until, <))
+			break;
+		len = recv(fd, frame, sizeof(frame), 0);
+		if (len < 14 || memcmp(frame + 6, src, 6) != 0)
+			continue;
+		printf("%zd\n", len);
+		caught++;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	unsigned char dst[6], frame[65536];
@@ -170,7 +214,8 @@ int main(int argc, char **argv)
 	if (argc < 5 || argc > 7) {
 		fprintf(stderr, "usage: rawframes IFACE DSTMAC ETHERTYPE SIZE COUNT\n"
 			"       rawframes IFACE DSTMAC udp-bad-checksum|udp SRC_IP DST_IP COUNT\n"
-			"       rawframes IFACE MAC unicast-member SECONDS [COUNT]\n");
+			"       rawframes IFACE MAC unicast-member SECONDS [COUNT]\n"
+			"       rawframes IFACE SRCMAC capture ETHERTYPE COUNT SECONDS\n");
 		return 2;
 	}
 	if (sscanf(argv[2], "%hhx:%hhx:%hhx:%hhx:%hhx:%hhx", &dst[0], &dst[1], &dst[2], &dst[3],
@@ -185,6 +230,14 @@ int main(int argc, char **argv)
 		}
 		return unicast_member(argv[1], dst, strtol(argv[4], NULL, 0),
 				      argc == 6 ? strtol(argv[5], NULL, 0) : 1);
+	}
+	if (strcmp(argv[3], "capture") == 0) {
+		if (argc != 7) {
+			fprintf(stderr, "rawframes: capture takes ETHERTYPE COUNT SECONDS\n");
+			return 2;
+		}
+		return capture(argv[1], dst, strtol(argv[4], NULL, 0), strtol(argv[5], NULL, 0),
+			       strtol(argv[6], NULL, 0));
 	}
 	if (argc == 5) {
 		fprintf(stderr, "rawframes: ETHERTYPE SIZE COUNT, or udp-bad-checksum|udp SRC_IP DST_IP COUNT\n");

@@ -1,27 +1,32 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! What ethtool reads and sets on the adapter (`crate::ethtool::Ethtool`): the statistics of
-//! `ethtool -S` under the C driver's names, the link settings with MDI-X, autonegotiation
-//! restarts, the ring sizes of `ethtool -g`/`-G`, flow control (`-a`/`-A`), the message level,
+//! `ethtool -S` under the C driver's names, the link settings with MDI-X and their changes
+//! (`ethtool -s`: speed, duplex, advertisement, crossover), autonegotiation restarts, the ring sizes of `ethtool -g`/`-G`, flow control (`-a`/`-A`), the message level,
 //! Wake-on-LAN, LED identification (`-p`), the register dump in the C driver's layout (`-d`) and
-//! the EEPROM (`-e`).
+//! the EEPROM (`-e`, `-E`), and the self-test (`-t`).
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use kernel::{bindings, prelude::*};
+use kernel::{bindings, io::poll::read_poll_timeout, prelude::*, time::Delta};
 
+use crate::dma_local;
+use crate::eeprom;
 use crate::ethtool::{
-    eopnotsupp, link_mode, Ethtool, Identify, LinkSettings, PauseParams, RingSizes, WakeOnLan,
+    eopnotsupp, link_mode, msg, Ethtool, Identify, LinkRequest, LinkSettings, PauseParams,
+    RingSizes, WakeOnLan,
 };
 use crate::hw::{self, HwStats};
+use crate::link;
 use crate::netdev::{self, Stats};
 use crate::pause::{self, Directions};
 use crate::phy;
 use crate::regs;
 use crate::ring_common::RingSize;
+use crate::selftest;
 use crate::tx::TX_RING_MIN;
 
-use super::{Counter, Counters, E1000};
+use super::{reset_controller, Counter, Counters, E1000};
 
 /// The statistics `ethtool -S` shows: the C driver's names, for what means the same here, from
 /// the statistics registers (`hw`) or the driver's counters.
@@ -137,6 +142,43 @@ fn identify_modes(ledctl: u32, settings: u16) -> (u32, u32) {
     })
 }
 
+impl E1000<'_> {
+    /// The self-test's link test: 0 when the link is up, waiting up to 4 s for a negotiation to
+    /// complete (the C driver sleeps that long), 1 when it does not come.
+    fn link_test(&self) -> u64 {
+        let negotiated = self.settings.lock().link.advertised().is_some();
+        let wait = Delta::from_secs(if negotiated { 4 } else { 0 });
+        let up = read_poll_timeout(
+            || Ok(hw::link_up(&self.bar)),
+            |up| *up,
+            Delta::from_millis(10),
+            wait,
+        );
+        u64::from(up.is_err())
+    }
+
+    /// The offline tests, with the interface down and the controller reset before each, into
+    /// `results` (the register, EEPROM, interrupt and loopback tests' places). The device is
+    /// not a bus master but for the loopback, which gives it rings first: the register test
+    /// writes ring addresses that point anywhere.
+    fn offline_tests(&self, results: &mut [u64]) -> Result {
+        let bar = &self.bar;
+        dma_local::stop_bus_master(self.pdev);
+        reset_controller(bar);
+        results[0] = selftest::registers(bar);
+        reset_controller(bar);
+        results[1] = selftest::eeprom_checksum(bar);
+        reset_controller(bar);
+        results[2] = selftest::interrupts(bar, &self.idle_causes);
+        reset_controller(bar);
+        // SAFETY: Every ethtool request holds the RTNL lock.
+        let mac = unsafe { self.netdev.hw_addr() };
+        results[3] = selftest::loopback(self.pdev, bar, &mac)?;
+        reset_controller(bar);
+        Ok(())
+    }
+}
+
 impl Ethtool for E1000<'_> {
     const STAT_COUNT: usize = ETHTOOL_STATS.len();
 
@@ -157,21 +199,18 @@ impl Ethtool for E1000<'_> {
         }
     }
 
-    /// The copper port of the 82540EM, auto-negotiating every speed it has, as the C driver
-    /// reports it (which leaves the PHY address 0).
+    /// The copper port of the 82540EM, with every speed it has, as the C driver reports it
+    /// (which leaves the PHY address 0): what it advertises while it negotiates, nothing while
+    /// its speed is forced.
     fn link_settings(&self) -> LinkSettings {
-        let modes = link_mode::T10_HALF
-            | link_mode::T10_FULL
-            | link_mode::T100_HALF
-            | link_mode::T100_FULL
-            | link_mode::T1000_FULL
-            | link_mode::AUTONEG
-            | link_mode::TP;
+        let supported = link::ADVERTISABLE | link_mode::AUTONEG | link_mode::TP;
+        let config = self.settings.lock().link;
+        let advertised = config.advertised();
         LinkSettings {
-            supported: modes,
-            advertising: modes,
+            supported,
+            advertising: link_mode::TP | advertised.map_or(0, |modes| modes | link_mode::AUTONEG),
             speed_duplex: hw::link_speed_duplex(&self.bar),
-            autoneg: true,
+            autoneg: advertised.is_some(),
             phy_address: 0,
             crossed_over: self
                 .netdev
@@ -179,7 +218,19 @@ impl Ethtool for E1000<'_> {
                 .then(|| phy::read(&self.bar, regs::M88_PHY_SPEC_STATUS).ok())
                 .flatten()
                 .map(|pssr| pssr & regs::M88_PSSR_MDIX != 0),
+            crossover_ctrl: config.crossover.ethtool_value(),
         }
+    }
+
+    /// As the C driver: checked, then the adapter is reset to set the link up anew (if the
+    /// interface is up; otherwise at the next open).
+    fn set_link_settings(&self, request: &LinkRequest) -> Result {
+        let link = self.settings.lock().link.with(request).inspect_err(|_| {
+            if self.logs(msg::PROBE) {
+                dev_err!(self.pdev, "unsupported speed, duplex or crossover\n");
+            }
+        })?;
+        self.rebuild(|settings| settings.link = link)
     }
 
     /// As the C driver: the adapter is reset, which restarts the link, if the interface is up.
@@ -285,7 +336,7 @@ impl Ethtool for E1000<'_> {
         match state {
             Identify::Start => {
                 let ledctl = hw::led_control(&self.bar);
-                let settings = hw::read_eeprom(&self.bar, regs::EEPROM_ID_LED_SETTINGS)?;
+                let settings = eeprom::read(&self.bar, regs::EEPROM_ID_LED_SETTINGS)?;
                 let (first, second) = identify_modes(ledctl, settings);
                 leds.saved.store(ledctl, Ordering::Relaxed);
                 leds.first.store(first, Ordering::Relaxed);
@@ -340,7 +391,7 @@ impl Ethtool for E1000<'_> {
     }
 
     fn eeprom_len(&self) -> usize {
-        2 * hw::eeprom_words(&self.bar)
+        2 * eeprom::words(&self.bar)
     }
 
     /// The C driver's: the PCI vendor and device IDs.
@@ -352,9 +403,60 @@ impl Ethtool for E1000<'_> {
     fn read_eeprom(&self, offset: usize, bytes: &mut [u8]) -> Result {
         for (i, byte) in bytes.iter_mut().enumerate() {
             let at = offset + i;
-            let word = u32::try_from(at / 2).map_err(|_| EINVAL)?;
-            *byte = hw::read_eeprom(&self.bar, word)?.to_le_bytes()[at % 2];
+            let word = u16::try_from(at / 2).map_err(|_| EINVAL)?;
+            *byte = eeprom::read(&self.bar, word)?.to_le_bytes()[at % 2];
         }
         Ok(())
+    }
+
+    const TEST_COUNT: usize = selftest::NAMES.len();
+
+    fn test_name(i: usize) -> &'static core::ffi::CStr {
+        selftest::NAMES[i]
+    }
+
+    /// As the C driver: the link test first (before a reset can take the link down); offline,
+    /// the others with the interface down, and the interface up again after if it was. The rings
+    /// it comes back on are allocated first: when they cannot be, nothing is tested.
+    fn self_test(&self, offline: bool, results: &mut [u64]) -> Result {
+        results[4] = self.link_test();
+        if !offline {
+            return Ok(());
+        }
+        let settings = self.settings.lock();
+        let rings = if self.running.load(Ordering::Acquire) {
+            Some(self.alloc_rings(&settings)?)
+        } else {
+            None
+        };
+        self.down();
+        let tested = self.offline_tests(results);
+        if let Some(rings) = rings {
+            self.start(rings, &settings);
+        }
+        tested
+    }
+
+    /// The words `bytes` fall in, with the bytes around them that they leave as they were, and
+    /// the checksum after them; as the C driver writes them. (QEMU's model ignores writes.)
+    fn write_eeprom(&self, offset: usize, bytes: &[u8]) -> Result {
+        let first = offset / 2;
+        let count = (offset % 2 + bytes.len()).div_ceil(2);
+        let mut words = KVec::with_capacity(count, GFP_KERNEL)?;
+        for index in first..first + count {
+            let word = u16::try_from(index).map_err(|_| EINVAL)?;
+            let mut value = eeprom::read(&self.bar, word)?.to_le_bytes();
+            for (half, byte) in value.iter_mut().enumerate() {
+                if let Some(new) = (2 * index + half)
+                    .checked_sub(offset)
+                    .and_then(|at| bytes.get(at))
+                {
+                    *byte = *new;
+                }
+            }
+            words.push(u16::from_le_bytes(value), GFP_KERNEL)?;
+        }
+        let first = u16::try_from(first).map_err(|_| EINVAL)?;
+        eeprom::write(&self.bar, first, &words)
     }
 }

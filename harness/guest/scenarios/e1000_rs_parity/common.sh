@@ -53,6 +53,13 @@ ethtool_answers() {
     diag "interface_address=$(cat /sys/class/net/eth0/address)"
     diag "eeprom_word_sum=$(ethtool -e eth0 raw on | od -An -tu2 -v | tr -s ' \n' '\n' | grep . |
         awk '{ sum = (sum + $1) % 65536 } END { printf "0x%04x", sum }')"
+    # ethtool -E with the C driver's magic (vendor and device IDs): QEMU's model answers only the
+    # Microwire read opcode, so the words read back unchanged after either driver's write.
+    diag "eeprom_write=$(answer ethtool -E eth0 magic 0x100e8086 offset 0x10 value 0x5a)"
+    diag "eeprom_write_words=$(printf 'abcd' | answer ethtool -E eth0 magic 0x100e8086 offset 0x21 length 4)"
+    diag "eeprom_after_writes=$(answer ethtool -e eth0 offset 6 length 120)"
+    diag "eeprom_write_bad_magic=$(answer ethtool -E eth0 magic 0x1234 offset 0x10 value 0x5a)"
+    diag "eeprom_write_last=$(answer ethtool -E eth0 magic 0x100e8086 offset 127 value 0x5a)"
     diag "regs_size=$(ethtool -d eth0 raw on | wc -c)"
     # The PHY's part (type, specific status and control, error counts, 1000BASE-T status) and MANC.
     diag "regs_phy=$(regs_words 12 31)"
@@ -69,6 +76,44 @@ ethtool_answers() {
     check carrier-after-pause-both wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
     sleep 2
     diag "pause_both=$(answer ethtool -a eth0)"
+    link_answers
+    # ethtool -t: online, the link test alone; offline, the interface goes down for the others
+    # and comes back.
+    diag "selftest_online=$(answer ethtool -t eth0 online)"
+    diag "selftest_offline=$(answer ethtool -t eth0 offline)"
+    check carrier-after-selftest wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+}
+
+# link_answers: what the driver answers to ethtool -s speed, duplex, autoneg, advertise and mdix,
+# the settings after each (without MDI-X, which the C driver reads 2 s late), CTRL's speed and
+# duplex bits (the dump's first word), and PHY Specific Control's crossover mode (word 17), as the
+# host compares them between the drivers. QEMU's model reports 1000 Mb/s full duplex in STATUS
+# whatever is forced: the speed shown is the model's.
+link_answers() {
+    diag "link_forced_10_half_set=$(answer ethtool -s eth0 speed 10 duplex half autoneg off)"
+    diag "link_forced_10_half=$(link_settings)"
+    diag "link_forced_10_half_ctrl=$(regs_words 0 0)"
+    diag "pause_forced_link=$(answer ethtool -a eth0)"
+    diag "link_forced_100_full_set=$(answer ethtool -s eth0 speed 100 duplex full)"
+    diag "link_forced_100_full=$(link_settings)"
+    diag "link_forced_100_full_ctrl=$(regs_words 0 0)"
+    diag "link_forced_1000_half_set=$(answer ethtool -s eth0 speed 1000 duplex half)"
+    diag "link_forced_mdix_set=$(answer ethtool -s eth0 mdix on)"
+    diag "link_advertise_100_full_set=$(answer ethtool -s eth0 autoneg on advertise 0x008)"
+    check carrier-after-advertise wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+    diag "link_advertise_100_full=$(link_settings)"
+    diag "link_advertise_100_full_ctrl=$(regs_words 0 0)"
+    diag "link_advertise_unknown_set=$(answer ethtool -s eth0 advertise 0x1000)"
+    diag "link_advertise_unknown=$(link_settings)"
+    diag "link_half_only_set=$(answer ethtool -s eth0 duplex half)"
+    diag "link_ten_only_set=$(answer ethtool -s eth0 speed 10)"
+    diag "link_ten_only=$(link_settings)"
+    diag "link_mdix_on_set=$(answer ethtool -s eth0 mdix on)"
+    diag "link_mdix_on_pscr=$(regs_words 17 17)"
+    diag "link_restore_set=$(answer ethtool -s eth0 mdix auto autoneg on advertise 0x02f)"
+    check carrier-after-link-restore wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+    diag "link_restored=$(link_settings)"
+    diag "link_restored_pscr=$(regs_words 17 17)"
 }
 
 # sha_of_received PORT [SECONDS]: the sha256 of what arrives on PORT.
@@ -97,6 +142,12 @@ feature_answers() {
     diag "txvlan_off=$(answer ethtool -K eth0 txvlan off)"
     diag "vlan_filter_off=$(answer ethtool -K eth0 rx-vlan-filter off)"
     diag "features_after_refusals=$(ethtool -k eth0 | grep -E '^(rx|tx)-vlan-(offload|filter)' | tr -s ' \t' ' ' | tr '\n' '|')"
+    diag "rx_fcs_all=$(ethtool -k eth0 | grep -E '^rx-(fcs|all):' | tr -s ' \t' ' ' | tr '\n' '|')"
+    diag "rx_fcs_all_on=$(answer ethtool -K eth0 rx-fcs on rx-all on)"
+    diag "rx_fcs_all_shown=$(ethtool -k eth0 | grep -E '^rx-(fcs|all):' | tr -s ' \t' ' ' | tr '\n' '|')"
+    diag "rx_fcs_all_off=$(answer ethtool -K eth0 rx-fcs off rx-all off)"
+    # The C driver resets the adapter for rx-all, and its link comes back.
+    check carrier-after-rx-features wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
 }
 
 # The offload states each transfer runs in: the feature ethtool -K turns off for it ("all" is every

@@ -65,15 +65,24 @@ echo go | netpipe send $DUT 6500
 diag "vlan_features=$(ethtool -k eth0 | grep -E '^(rx|tx)-vlan-(offload|hw-insert)|^rx-vlan-filter' | tr -s ' \t' ' ' | tr '\n' '|')"
 diag "peer_received_sha_vlan=$(sha_of_received 6501)"
 check vlan-send netpipe send 169.254.5.1 6502 </tmp/out
-# vlan_frames GO_PORT SENT_PORT INTERFACE: 20 frames from INTERFACE to the DUT, when it asks.
+# vlan_frames GO_PORT SENT_PORT INTERFACE [SIZE]: 20 frames (of 100 bytes) from INTERFACE to the
+# DUT, when it asks.
 vlan_frames() {
     timeout 300 netpipe recv "$1" >/dev/null
-    check "vlan-frames-$3" rawframes "$3" "$dut_mac" 0x88b5 100 20
-    check "vlan-frames-sent-$3" sh -c "echo sent | netpipe send $DUT $2"
+    check "frames-$1-$3" rawframes "$3" "$dut_mac" 0x88b5 "${4:-100}" 20
+    check "frames-sent-$2-$3" sh -c "echo sent | netpipe send $DUT $2"
 }
 vlan_frames 6503 6504 eth0.5
 vlan_frames 6505 6506 eth0.7
 vlan_frames 6507 6508 eth0.7
+# For the DUT's rx-all: frames longer than its MTU's (this end is at 9000), VLAN 7's and the long
+# ones again with rx-all on, VLAN 7's with it off; then plain frames twice for rx-fcs.
+vlan_frames 6509 6510 eth0 1600
+vlan_frames 6511 6512 eth0.7
+vlan_frames 6513 6514 eth0 1600
+vlan_frames 6515 6516 eth0.7
+vlan_frames 6517 6518 eth0
+vlan_frames 6519 6520 eth0
 check vlan-stripping-off ethtool -K eth0 rxvlan off
 diag "vlan_features_off=$(ethtool -k eth0 | grep -E '^(rx|tx)-vlan-(offload|hw-insert)' | tr -s ' \t' ' ' | tr '\n' '|')"
 check vlan-stripping-on ethtool -K eth0 rxvlan on
