@@ -482,13 +482,18 @@ impl Interface for E1000<'_> {
     /// descriptors say, so the rings are rebuilt for them, as the C driver resets for them. The
     /// others are read where they apply.
     fn set_features(&self, features: FeatureSet) -> Result {
-        let bad = features.rx_all();
+        let (bad, keep_fcs) = (features.rx_all(), features.rx_fcs());
         if bad != self.settings.lock().frames.bad() {
-            self.rebuild(|settings| settings.frames = settings.frames.with_bad(bad))?;
+            // The FCS setting with it: one RCTL write (QEMU's model holds frames a second after
+            // each).
+            self.rebuild(|settings| {
+                settings.frames = settings.frames.with_bad(bad);
+                settings.filter.keep_fcs = keep_fcs;
+            })?;
         }
         let mut settings = self.settings.lock();
         settings.vlan_tags = features.vlan_stripping();
-        settings.filter.keep_fcs = features.rx_fcs();
+        settings.filter.keep_fcs = keep_fcs;
         if self.running.load(Ordering::Acquire) {
             hw::set_vlan_stripping(&self.bar, settings.vlan_tags);
             hw::update_rctl(&self.bar, &settings.filter, settings.frames);

@@ -43,7 +43,7 @@ fn address_bits(bar: &Bar0<'_>) -> u32 {
     words(bar).trailing_zeros()
 }
 
-/// Reads one 16-bit word through EERD.
+/// Reads one 16-bit word through EERD; `EIO` when the device does not answer.
 pub(crate) fn read(bar: &Bar0<'_>, word: u16) -> Result<u16> {
     bar.write32(
         regs::EERD_START | (u32::from(word) << regs::EERD_ADDR_SHIFT),
@@ -55,6 +55,10 @@ pub(crate) fn read(bar: &Bar0<'_>, word: u16) -> Result<u16> {
         Delta::from_micros(5),
         Delta::from_millis(5),
     )?;
+    // All ones is a device that did not answer (DONE included), not a word.
+    if eerd == hw::ALL_ONES {
+        return Err(EIO);
+    }
     Ok((eerd >> regs::EERD_DATA_SHIFT) as u16)
 }
 
@@ -78,8 +82,9 @@ pub(crate) fn sum(bar: &Bar0<'_>) -> Result<u16> {
 }
 
 /// Writes `data` to the words from `first` on, then the checksum word again if they lie below it.
-/// Sleeps: each word takes the EEPROM up to 10 ms. `EINVAL` past the end, `ETIMEDOUT` when the
-/// EEPROM does not grant access or never finishes a word.
+/// Sleeps: each word takes the EEPROM up to 10 ms. `EINVAL` past the end, `EIO` when the device
+/// does not answer, `ETIMEDOUT` when the MAC does not grant the lines or the EEPROM never finishes
+/// a word.
 pub(crate) fn write(bar: &Bar0<'_>, first: u16, data: &[u16]) -> Result {
     let end = usize::from(first) + data.len();
     if end > words(bar) {
@@ -104,8 +109,10 @@ struct Microwire<'a, 'bound> {
 }
 
 impl<'a, 'bound> Microwire<'a, 'bound> {
-    /// Asks the MAC for the lines and selects the EEPROM.
+    /// Asks the MAC for the lines and selects the EEPROM. `EIO` when the device does not answer:
+    /// EECD would read all ones, a grant and a ready EEPROM at once.
     fn acquire(bar: &'a Bar0<'bound>) -> Result<Self> {
+        hw::check_answers(bar).map_err(|_| EIO)?;
         let eecd = hw::read32(bar, regs::EECD) | regs::EECD_REQ;
         bar.write32(eecd, regs::EECD);
         read_poll_timeout(

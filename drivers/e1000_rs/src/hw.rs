@@ -241,8 +241,10 @@ pub(crate) fn force_speed_duplex(bar: &Bar0<'_>, speed: u32, full_duplex: bool) 
 }
 
 /// Starts the receiver (broadcasts, 2048-byte buffers, the CRC stripped) with descriptors up to
-/// `rx_tail` the device's, and the transmitter, for the self-test's loopback.
+/// `rx_tail` the device's, and the transmitter, for the self-test's loopback through an M88 PHY
+/// (which wants loss of signal inverted, CTRL.ILOS).
 pub(crate) fn start_loopback(bar: &Bar0<'_>, rx_tail: usize) {
+    modify32(bar, regs::CTRL, |ctrl| ctrl | regs::CTRL_ILOS);
     set_rx_tail(bar, rx_tail);
     bar.write32(
         regs::RCTL_EN | regs::RCTL_BAM | regs::RCTL_SECRC,
@@ -274,7 +276,8 @@ pub(crate) fn reset(bar: &Bar0<'_>) {
     let _ = read32(bar, regs::ICR);
     // Speed and duplex from the PHY again: QEMU's model keeps CTRL's force bits over the reset.
     modify32(bar, regs::CTRL, |ctrl| {
-        (ctrl | regs::CTRL_SLU | regs::CTRL_ASDE) & !(regs::CTRL_FRCSPD | regs::CTRL_FRCDPX)
+        (ctrl | regs::CTRL_SLU | regs::CTRL_ASDE)
+            & !(regs::CTRL_FRCSPD | regs::CTRL_FRCDPX | regs::CTRL_ILOS)
     });
     // The reset leaves the secondary addresses (QEMU's model) or undefined ones (the chip).
     clear_receive_addresses(bar, 1);

@@ -159,8 +159,8 @@ fn forced(speed: ForcedSpeed, full_duplex: bool) -> SpeedDuplex {
     SpeedDuplex::Forced { speed, full_duplex }
 }
 
-/// Advertises `modes` and the PAUSE abilities of `pause` (802.3 clause 28: 10/100 modes in the
-/// Advertisement register, 1000 Mb/s in 1000BASE-T Control) and restarts auto-negotiation. The MAC
+/// Advertises `modes` and the PAUSE abilities of `pause` (10/100 modes in the Advertisement
+/// register, 802.3 clause 28; 1000 Mb/s in 1000BASE-T Control, clause 40) and restarts auto-negotiation. The MAC
 /// takes speed and duplex from the PHY (CTRL.ASDE, as after the reset).
 fn negotiate(bar: &Bar0<'_>, modes: u64, pause: Directions) -> Result {
     const TEN_HUNDRED: [(u64, u16); 4] = [

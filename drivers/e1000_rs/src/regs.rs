@@ -102,14 +102,16 @@ pub(crate) const CTRL_RST: u32 = 1 << 26;
 /// CTRL: VLAN Mode Enable: tags are stripped from received frames into their descriptor, and
 /// inserted into sent frames from theirs.
 pub(crate) const CTRL_VME: u32 = 1 << 30;
-/// CTRL: a forced link's Full Duplex and speed (00 10 Mb/s, 01 100 Mb/s, 10 1000 Mb/s), which Force Speed and
-/// Force Duplex make the MAC use instead of the PHY's.
+/// CTRL: a forced link's Full Duplex and speed (00 10 Mb/s, 01 100 Mb/s, 10 1000 Mb/s), which
+/// Force Speed and Force Duplex make the MAC use instead of the PHY's; Invert Loss-of-Signal, which
+/// an M88 PHY in loopback needs.
 pub(crate) const CTRL_FD: u32 = 1 << 0;
 pub(crate) const CTRL_SPEED_MASK: u32 = 3 << 8;
 pub(crate) const CTRL_SPEED_100: u32 = 1 << 8;
 pub(crate) const CTRL_SPEED_1000: u32 = 2 << 8;
 pub(crate) const CTRL_FRCSPD: u32 = 1 << 11;
 pub(crate) const CTRL_FRCDPX: u32 = 1 << 12;
+pub(crate) const CTRL_ILOS: u32 = 1 << 7;
 
 /// STATUS: Full Duplex, Link Up, and the resolved speed (00 10 Mb/s, 01 100 Mb/s, 1x 1000 Mb/s).
 pub(crate) const STATUS_FD: u32 = 1 << 0;

@@ -283,7 +283,7 @@ impl<'a> RxRing<'a> {
             } else if !end_of_packet || self.partial.is_some() {
                 // SAFETY: From the NAPI poll (safety requirement); the device is done with the
                 // descriptor.
-                unsafe { self.add_piece(i, length, end_of_packet, napi, &mut done) }
+                unsafe { self.add_piece(i, length, max_len, end_of_packet, napi, &mut done) }
             } else if !(ETH_HLEN..=self.piece_len).contains(&length)
                 || (length > max_len && !self.frames.bad)
             {
@@ -403,8 +403,10 @@ impl RxRing<'_> {
     }
 
     /// Adds descriptor `i`'s `length` bytes to the long frame received so far, and returns the
-    /// frame at its end. A frame longer than the MTU's is counted as a length error, one that finds
-    /// no memory as dropped, and either is dropped to its end.
+    /// frame at its end. A frame longer than `max_len` (the MTU's, and its FCS when kept: at most
+    /// `frames.max_len` and an FCS; `rx-all` does not lift it for frames of several buffers) is
+    /// counted as a length error, one that finds no memory as dropped, and either is dropped to its
+    /// end.
     ///
     /// # Safety
     ///
@@ -413,6 +415,7 @@ impl RxRing<'_> {
         &mut self,
         i: usize,
         length: u16,
+        max_len: u16,
         end_of_packet: bool,
         napi: Napi,
         done: &mut RxDone,
@@ -422,7 +425,7 @@ impl RxRing<'_> {
         if !self.frames.long()
             || length == 0
             || length > self.piece_len
-            || total > self.frames.max_len
+            || total > max_len
             || (end_of_packet && total < ETH_HLEN)
             || (self.partial.is_none() && length < ETH_HLEN)
         {
@@ -458,19 +461,20 @@ impl RxRing<'_> {
     /// # Safety
     ///
     /// Called from the NAPI poll; the device is done with descriptor `i` and wrote `length`
-    /// bytes, at most the buffer's size; the frame so far and `length` fit `frames.max_len`.
+    /// bytes, at most the buffer's size; the frame so far and `length` fit `frames.max_len` and
+    /// an FCS.
     unsafe fn append(&mut self, i: usize, length: u16, napi: Napi) -> Result {
         if let Some(copy) = &self.copy {
             if self.partial.is_none() {
-                // Room for `copy_piece`'s whole words past the longest frame.
-                let room = u32::from(self.frames.max_len) + 8;
+                // Room for `copy_piece`'s whole words past the longest frame and its FCS.
+                let room = u32::from(self.frames.max_len) + u32::from(ETH_FCS_LEN) + 8;
                 // SAFETY: From the NAPI poll (safety requirement).
                 let skb = unsafe { napi.alloc_skb(room) }.ok_or(ENOMEM)?;
                 self.partial = Some((skb, 0));
             }
             let (skb, so_far) = self.partial.as_mut().ok_or(EINVAL)?;
-            // SAFETY: The skb has room for `max_len` bytes and 8 more at `data` (allocated above),
-            // and `so_far + length` is at most `max_len` (safety requirement).
+            // SAFETY: The skb has room for `max_len` bytes, an FCS and 8 more at `data` (allocated
+            // above), and `so_far + length` is at most `max_len` and an FCS (safety requirement).
             unsafe {
                 copy.copy_piece(i, skb.data().add(usize::from(*so_far)), usize::from(length))
             }?;

@@ -277,8 +277,9 @@ const fn skb_data_align(length: usize) -> usize {
 /// How long a receive buffer's frame part is: the longest frame the device passes with long packets
 /// off, as in the C driver, not the 2048 bytes of RCTL.BSIZE (a frame's skb is charged the whole
 /// fragment, its truesize, by which TCP sizes its receive window, and 2048 would make it about a
-/// quarter larger); with long packets on, all of BSIZE's 2048, which a long frame fills buffer
-/// after buffer.
+/// quarter larger); with long packets on, or bad frames stored (`rx-all`: the MAC then fills a
+/// buffer with a frame of any length), all of BSIZE's 2048, which a long frame fills buffer after
+/// buffer.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum RxBufferLen {
     Standard,

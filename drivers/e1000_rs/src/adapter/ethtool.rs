@@ -2,9 +2,10 @@
 
 //! What ethtool reads and sets on the adapter (`crate::ethtool::Ethtool`): the statistics of
 //! `ethtool -S` under the C driver's names, the link settings with MDI-X and their changes
-//! (`ethtool -s`: speed, duplex, advertisement, crossover), autonegotiation restarts, the ring sizes of `ethtool -g`/`-G`, flow control (`-a`/`-A`), the message level,
-//! Wake-on-LAN, LED identification (`-p`), the register dump in the C driver's layout (`-d`) and
-//! the EEPROM (`-e`, `-E`), and the self-test (`-t`).
+//! (`ethtool -s`: speed, duplex, advertisement, crossover), autonegotiation restarts, the ring
+//! sizes of `ethtool -g`/`-G`, flow control (`-a`/`-A`), the message level, Wake-on-LAN, LED
+//! identification (`-p`), the register dump in the C driver's layout (`-d`), the EEPROM (`-e`,
+//! `-E`), and the self-test (`-t`).
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
@@ -26,7 +27,7 @@ use crate::ring_common::RingSize;
 use crate::selftest;
 use crate::tx::TX_RING_MIN;
 
-use super::{reset_controller, Counter, Counters, E1000};
+use super::{reset_controller, Counter, Counters, Settings, E1000};
 
 /// The statistics `ethtool -S` shows: the C driver's names, for what means the same here, from
 /// the statistics registers (`hw`) or the driver's counters.
@@ -158,24 +159,29 @@ impl E1000<'_> {
     }
 
     /// The offline tests, with the interface down and the controller reset before each, into
-    /// `results` (the register, EEPROM, interrupt and loopback tests' places). The device is
-    /// not a bus master but for the loopback, which gives it rings first: the register test
-    /// writes ring addresses that point anywhere.
-    fn offline_tests(&self, results: &mut [u64]) -> Result {
+    /// `results` (the register, EEPROM, interrupt and loopback tests' places). The device is not
+    /// a bus master during the register test, which writes ring addresses that point anywhere;
+    /// it is again after the reset that follows (receiver and transmitter off), as an MSI, a
+    /// memory write, needs. The loopback's failure to get memory is its result 1. The controller
+    /// is reset after, and the link set up.
+    fn offline_tests(&self, results: &mut [u64], settings: &Settings) {
         let bar = &self.bar;
         dma_local::stop_bus_master(self.pdev);
         reset_controller(bar);
         results[0] = selftest::registers(bar);
         reset_controller(bar);
+        dma_local::resume_bus_master(self.pdev);
         results[1] = selftest::eeprom_checksum(bar);
         reset_controller(bar);
         results[2] = selftest::interrupts(bar, &self.idle_causes);
         reset_controller(bar);
         // SAFETY: Every ethtool request holds the RTNL lock.
         let mac = unsafe { self.netdev.hw_addr() };
-        results[3] = selftest::loopback(self.pdev, bar, &mac)?;
+        results[3] = selftest::loopback(self.pdev, bar, &mac).unwrap_or(1);
         reset_controller(bar);
-        Ok(())
+        // The loopback left the PHY without auto-negotiation; an interface that stays down has
+        // its link set up as after any reset.
+        let _ = settings.link.set_up(bar, self.flow.lock().requested);
     }
 }
 
@@ -274,12 +280,20 @@ impl Ethtool for E1000<'_> {
             tx: wanted.tx,
         };
         // The settings' lock comes before flow control's (`start` holds it).
-        let max_frame = self.settings.lock().frames.max_len();
+        let (max_frame, link) = {
+            let settings = self.settings.lock();
+            (settings.frames.max_len(), settings.link)
+        };
         {
             let mut flow = self.flow.lock();
             flow.autoneg = wanted.autoneg;
             flow.requested = directions;
-            flow.current = directions;
+            // Negotiated on a forced link, nothing until forced: what a reset makes of it (C's).
+            flow.current = if wanted.autoneg && link.advertised().is_none() {
+                Directions::default()
+            } else {
+                directions
+            };
             if !wanted.autoneg {
                 pause::apply(&self.bar, directions, max_frame);
                 return Ok(());
@@ -423,6 +437,10 @@ impl Ethtool for E1000<'_> {
         if !offline {
             return Ok(());
         }
+        // A device that does not answer keeps the rings it may hold, as `rebuild` leaves them.
+        if !self.answers() {
+            return Err(EIO);
+        }
         let settings = self.settings.lock();
         let rings = if self.running.load(Ordering::Acquire) {
             Some(self.alloc_rings(&settings)?)
@@ -430,30 +448,36 @@ impl Ethtool for E1000<'_> {
             None
         };
         self.down();
-        let tested = self.offline_tests(results);
+        self.offline_tests(results, &settings);
         if let Some(rings) = rings {
             self.start(rings, &settings);
+        } else {
+            dma_local::stop_bus_master(self.pdev);
         }
-        tested
+        Ok(())
     }
 
-    /// The words `bytes` fall in, with the bytes around them that they leave as they were, and
-    /// the checksum after them; as the C driver writes them. (QEMU's model ignores writes.)
+    /// The words `bytes` fall in, the first and last read first where `bytes` cover them only in
+    /// part, then the checksum after them; as the C driver writes them. (QEMU's model ignores
+    /// writes.)
     fn write_eeprom(&self, offset: usize, bytes: &[u8]) -> Result {
         let first = offset / 2;
         let count = (offset % 2 + bytes.len()).div_ceil(2);
         let mut words = KVec::with_capacity(count, GFP_KERNEL)?;
         for index in first..first + count {
-            let word = u16::try_from(index).map_err(|_| EINVAL)?;
-            let mut value = eeprom::read(&self.bar, word)?.to_le_bytes();
-            for (half, byte) in value.iter_mut().enumerate() {
-                if let Some(new) = (2 * index + half)
+            let byte_at = |half: usize| {
+                (2 * index + half)
                     .checked_sub(offset)
                     .and_then(|at| bytes.get(at))
-                {
-                    *byte = *new;
+            };
+            let value = match (byte_at(0), byte_at(1)) {
+                (Some(low), Some(high)) => [*low, *high],
+                (low, high) => {
+                    let word = u16::try_from(index).map_err(|_| EINVAL)?;
+                    let old = eeprom::read(&self.bar, word)?.to_le_bytes();
+                    [*low.unwrap_or(&old[0]), *high.unwrap_or(&old[1])]
                 }
-            }
+            };
             words.push(u16::from_le_bytes(value), GFP_KERNEL)?;
         }
         let first = u16::try_from(first).map_err(|_| EINVAL)?;
