@@ -666,7 +666,7 @@ impl<'bound> E1000<'bound> {
             flow.current = if settings.link.advertised().is_some() {
                 flow.requested
             } else {
-                Directions::default()
+                Directions::NONE
             };
             let _ = settings.link.set_up(bar, flow.requested);
         }

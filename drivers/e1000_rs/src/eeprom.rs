@@ -78,7 +78,12 @@ pub(crate) fn read_mac_address(bar: &Bar0<'_>) -> Result<MacAddress> {
 
 /// The sum of words 0 to [`CHECKSUM_WORD`], which is [`CHECKSUM_SUM`] in a valid EEPROM.
 pub(crate) fn sum(bar: &Bar0<'_>) -> Result<u16> {
-    (0..=CHECKSUM_WORD).try_fold(0u16, |sum, word| Ok(sum.wrapping_add(read(bar, word)?)))
+    sum_below(bar, CHECKSUM_WORD + 1)
+}
+
+/// The sum of words 0 to `end` (excluded).
+fn sum_below(bar: &Bar0<'_>, end: u16) -> Result<u16> {
+    (0..end).try_fold(0u16, |sum, word| Ok(sum.wrapping_add(read(bar, word)?)))
 }
 
 /// Writes `data` to the words from `first` on, then the checksum word again if they lie below it.
@@ -95,7 +100,7 @@ pub(crate) fn write(bar: &Bar0<'_>, first: u16, data: &[u16]) -> Result {
         microwire.write_words(first, data)?;
     }
     if first <= CHECKSUM_WORD {
-        let others = sum(bar)?.wrapping_sub(read(bar, CHECKSUM_WORD)?);
+        let others = sum_below(bar, CHECKSUM_WORD)?;
         let microwire = Microwire::acquire(bar)?;
         microwire.write_words(CHECKSUM_WORD, &[CHECKSUM_SUM.wrapping_sub(others)])?;
     }

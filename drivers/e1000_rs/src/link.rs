@@ -169,26 +169,22 @@ fn negotiate(bar: &Bar0<'_>, modes: u64, pause: Directions) -> Result {
         (link_mode::T100_HALF, regs::MII_ADVERTISE_100_HALF),
         (link_mode::T100_FULL, regs::MII_ADVERTISE_100_FULL),
     ];
-    let advertised = phy::read(bar, regs::MII_ADVERTISE)?;
     let speeds = TEN_HUNDRED
         .iter()
         .filter(|(mode, _)| modes & mode != 0)
         .fold(0, |bits, (_, bit)| bits | bit);
-    let wanted = (advertised & !(regs::MII_ADVERTISE_SPEEDS | regs::MII_PAUSE | regs::MII_ASM_DIR))
-        | speeds
-        | pause.advertised();
-    if wanted != advertised {
-        phy::write(bar, regs::MII_ADVERTISE, wanted)?;
-    }
-    let gigabit = phy::read(bar, regs::PHY_1000T_CTRL)?;
-    let wanted = if modes & link_mode::T1000_FULL != 0 {
-        gigabit | regs::PHY_1000T_CTRL_ADV_FULL
-    } else {
-        gigabit & !regs::PHY_1000T_CTRL_ADV_FULL
-    };
-    if wanted != gigabit {
-        phy::write(bar, regs::PHY_1000T_CTRL, wanted)?;
-    }
+    phy::update(bar, regs::MII_ADVERTISE, |advertised| {
+        (advertised & !(regs::MII_ADVERTISE_SPEEDS | regs::MII_PAUSE | regs::MII_ASM_DIR))
+            | speeds
+            | pause.advertised()
+    })?;
+    phy::update(bar, regs::PHY_1000T_CTRL, |gigabit| {
+        if modes & link_mode::T1000_FULL != 0 {
+            gigabit | regs::PHY_1000T_CTRL_ADV_FULL
+        } else {
+            gigabit & !regs::PHY_1000T_CTRL_ADV_FULL
+        }
+    })?;
     let control = phy::read(bar, regs::MII_CONTROL)?;
     phy::write(
         bar,

@@ -22,7 +22,7 @@ impl Directions {
         rx: true,
         tx: false,
     };
-    const NONE: Directions = Directions {
+    pub(crate) const NONE: Directions = Directions {
         rx: false,
         tx: false,
     };

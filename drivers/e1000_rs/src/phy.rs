@@ -87,7 +87,7 @@ pub(crate) fn reset(bar: &Bar0<'_>, cleared: u16, set: u16) -> Result {
 }
 
 /// Rewrites PHY register `reg` with `change` applied, if that changes it.
-fn update(bar: &Bar0<'_>, reg: u32, change: impl FnOnce(u16) -> u16) -> Result {
+pub(crate) fn update(bar: &Bar0<'_>, reg: u32, change: impl FnOnce(u16) -> u16) -> Result {
     let value = read(bar, reg)?;
     let wanted = change(value);
     if wanted != value {

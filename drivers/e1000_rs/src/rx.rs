@@ -249,11 +249,8 @@ impl<'a> RxRing<'a> {
         let mut tail = None;
         let features = netdev.features();
         // With `rx-fcs`, RCTL.SECRC is off and the hardware leaves the FCS in the frame.
-        let max_len = if features.rx_fcs() {
-            self.frames.max_len.saturating_add(ETH_FCS_LEN)
-        } else {
-            self.frames.max_len
-        };
+        let fcs = if features.rx_fcs() { ETH_FCS_LEN } else { 0 };
+        let max_len = self.frames.max_len.saturating_add(fcs);
         let mut seen = 0;
         while seen < budget {
             let i = self.next_to_clean;
@@ -308,7 +305,6 @@ impl<'a> RxRing<'a> {
                 }
                 done.frames.packets += 1;
                 // Bytes of the frames, not of their FCS (as the C driver counts).
-                let fcs = if features.rx_fcs() { ETH_FCS_LEN } else { 0 };
                 done.frames.bytes += u64::from(skb.len().saturating_sub(fcs.into()));
                 deliver(skb);
             }

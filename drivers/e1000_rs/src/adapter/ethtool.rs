@@ -27,7 +27,7 @@ use crate::ring_common::RingSize;
 use crate::selftest;
 use crate::tx::TX_RING_MIN;
 
-use super::{reset_controller, Counter, Counters, Settings, E1000};
+use super::{reset_controller, Counter, Counters, E1000};
 
 /// The statistics `ethtool -S` shows: the C driver's names, for what means the same here, from
 /// the statistics registers (`hw`) or the driver's counters.
@@ -163,8 +163,8 @@ impl E1000<'_> {
     /// a bus master during the register test, which writes ring addresses that point anywhere;
     /// it is again after the reset that follows (receiver and transmitter off), as an MSI, a
     /// memory write, needs. The loopback's failure to get memory is its result 1. The controller
-    /// is reset after, and the link set up.
-    fn offline_tests(&self, results: &mut [u64], settings: &Settings) {
+    /// is reset after.
+    fn offline_tests(&self, results: &mut [u64]) {
         let bar = &self.bar;
         dma_local::stop_bus_master(self.pdev);
         reset_controller(bar);
@@ -179,9 +179,6 @@ impl E1000<'_> {
         let mac = unsafe { self.netdev.hw_addr() };
         results[3] = selftest::loopback(self.pdev, bar, &mac).unwrap_or(1);
         reset_controller(bar);
-        // The loopback left the PHY without auto-negotiation; an interface that stays down has
-        // its link set up as after any reset.
-        let _ = settings.link.set_up(bar, self.flow.lock().requested);
     }
 }
 
@@ -290,7 +287,7 @@ impl Ethtool for E1000<'_> {
             flow.requested = directions;
             // Negotiated on a forced link, nothing until forced: what a reset makes of it (C's).
             flow.current = if wanted.autoneg && link.advertised().is_none() {
-                Directions::default()
+                Directions::NONE
             } else {
                 directions
             };
@@ -448,10 +445,13 @@ impl Ethtool for E1000<'_> {
             None
         };
         self.down();
-        self.offline_tests(results, &settings);
+        self.offline_tests(results);
         if let Some(rings) = rings {
             self.start(rings, &settings);
         } else {
+            // `start` sets the link up; an interface that stays down has it set up here (the
+            // loopback left the PHY without auto-negotiation).
+            let _ = settings.link.set_up(&self.bar, self.flow.lock().requested);
             dma_local::stop_bus_master(self.pdev);
         }
         Ok(())
