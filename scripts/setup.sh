@@ -2,22 +2,38 @@
 # Installs everything the project needs and builds the Rust-enabled kernel. Idempotent: a re-run
 # with everything up to date only checks, and says so.
 #
-#   scripts/setup.sh            all steps
-#   scripts/setup.sh --demo     what the demo boots: the lab kernel, not the KASAN kernel nor
-#                               Debian's kernels and chroots, which the tests need
-#   --quiet                     without the final summary
+#   scripts/setup.sh                all steps
+#   scripts/setup.sh --demo         what the demo boots: the toolchain, QEMU and the lab kernel, not
+#                                   the KASAN kernel nor Debian's kernels and chroots
+#   scripts/setup.sh --kernel NAME  lab kernel NAME only (lab or kasan), after --demo
+#   scripts/setup.sh --debian       Debian's kernels, chroots and prepared headers only, after --demo
+#   --quiet                         without the final summary
+#
+# A part another set-up is making (scripts/test.sh makes the KASAN kernel and Debian's kernels in
+# the background, and the harness asks for them when a test first needs them) is waited for, then
+# found done.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
 
 QUIET=0
-DEMO=0
-for arg in "$@"; do
-	case $arg in
+PART=all
+ONLY_KERNEL=
+usage="scripts/setup.sh [--demo | --kernel NAME | --debian] [--quiet]"
+while [ $# -gt 0 ]; do
+	case $1 in
 	--quiet) QUIET=1 ;;
-	--demo) DEMO=1 ;;
-	*) die "unknown argument $arg: scripts/setup.sh [--demo] [--quiet]" ;;
+	--demo) PART=demo ;;
+	--debian) PART=debian ;;
+	--kernel)
+		PART=kernel
+		ONLY_KERNEL=${2:-}
+		[[ " ${LAB_KERNELS[*]} " == *" $ONLY_KERNEL "* ]] || die "--kernel takes one of: ${LAB_KERNELS[*]}"
+		shift
+		;;
+	*) die "unknown argument $1: $usage" ;;
 	esac
+	shift
 done
 
 APT_PACKAGES=(
@@ -190,11 +206,30 @@ make_with_progress() {
 	log "$what: done in $((SECONDS - start)) s"
 }
 
+# Runs the rest of the arguments holding the lock named by the first, waiting for another set-up
+# that holds it. The lock goes with the process, also when it dies.
+locked() {
+	local name=$1 fd
+	shift
+	mkdir -p "$CACHE/locks"
+	exec {fd}>"$CACHE/locks/$name.lock"
+	if ! flock -n "$fd"; then
+		log "waiting for another set-up to finish $name"
+		flock "$fd"
+	fi
+	"$@"
+	exec {fd}>&-
+}
+
 # Builds lab kernel NAME unless its build (keyed by all that produced it) is in the cache.
 step_kernel() {
+	locked "kernel-$1" build_kernel "$1"
+}
+
+build_kernel() {
 	local name=$1 pkg src build fragments
 	pkg=$(build_package)
-	src=$(source_dir "$pkg")
+	src=$(source_dir "$pkg") || die "no $pkg in $CACHE/src: run scripts/setup.sh --demo first"
 	build=$(kernel_build_dir "$name")
 	if [ -f "$build/.complete" ]; then
 		return 0
@@ -311,35 +346,54 @@ debian_downloads() {
 	done
 }
 
-main() {
-	local start=$SECONDS
-	mkdir -p "$CACHE" "$TOOLS"
-	step_apt
-	step_qemu
-	step_bindgen
-	step_libclang
-	step_sources
-	local kernel downloads kernels=("${LAB_KERNELS[@]}")
-	if [ "$DEMO" = 1 ]; then
-		kernels=(lab)
-	else
-		# Debian's chroots and kernel images are mostly downloading: they come while the cores
-		# build.
-		debian_downloads &
-		downloads=$!
-		trap 'kill "$downloads" 2>/dev/null || true' EXIT
-	fi
-	for kernel in "${kernels[@]}"; do
-		step_kernel "$kernel"
+# Debian's kernels: chroots, images, and their headers prepared as a user's first build does.
+step_debian() {
+	locked debian debian_part
+}
+
+debian_part() {
+	local kernel
+	debian_downloads
+	for kernel in $(debian_kernels); do
+		step_debian_headers "$kernel"
 	done
-	step_cargo_generate
-	if [ "$DEMO" = 0 ]; then
-		wait "$downloads" || die "setting up Debian's kernels failed; see the messages above"
-		trap - EXIT
-		for kernel in $(debian_kernels); do
-			step_debian_headers "$kernel"
+}
+
+main() {
+	local start=$SECONDS kernel kernels=()
+	mkdir -p "$CACHE" "$TOOLS"
+	case $PART in
+	kernel)
+		kernels=("$ONLY_KERNEL")
+		step_kernel "$ONLY_KERNEL"
+		;;
+	debian) step_debian ;;
+	demo | all)
+		step_apt
+		step_qemu
+		step_bindgen
+		step_libclang
+		step_sources
+		kernels=(lab)
+		[ "$PART" = all ] && kernels=("${LAB_KERNELS[@]}")
+		local downloads
+		if [ "$PART" = all ]; then
+			# Debian's chroots and kernel images are mostly downloading: they come while the
+			# cores build.
+			step_debian &
+			downloads=$!
+			trap 'kill "$downloads" 2>/dev/null || true' EXIT
+		fi
+		for kernel in "${kernels[@]}"; do
+			step_kernel "$kernel"
 		done
-	fi
+		step_cargo_generate
+		if [ "$PART" = all ]; then
+			wait "$downloads" || die "setting up Debian's kernels failed; see the messages above"
+			trap - EXIT
+		fi
+		;;
+	esac
 	if [ "$QUIET" = 0 ]; then
 		for kernel in "${kernels[@]}"; do
 			log "$kernel kernel: $(kernel_build_dir "$kernel")"

@@ -66,6 +66,33 @@ impl Kernel {
         matches!(self, Kernel::Debian73 | Kernel::Debian72)
     }
 
+    /// Makes the kernel with `scripts/setup.sh` unless it is there. When a set-up in the
+    /// background (`scripts/test.sh`) is making it, this waits for that one to finish.
+    fn set_up(self, root: &Path) -> Result<()> {
+        let mut setup = Command::new("bash");
+        setup.arg(root.join("scripts/setup.sh")).arg("--quiet");
+        if self.is_debian() {
+            setup.arg("--debian");
+        } else {
+            setup.args(["--kernel", self.name()]);
+        }
+        let out = setup
+            .output()
+            .map_err(|e| err!("cannot run scripts/setup.sh: {e}"))?;
+        if !out.status.success() {
+            let said = String::from_utf8_lossy(&out.stderr);
+            let tail: Vec<&str> = said.lines().rev().take(20).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            return Err(err!(
+                "setting up the {} kernel failed (scripts/test.sh's background set-up logs are \
+                 in runs/):\n{}",
+                self.name(),
+                tail.join("\n")
+            ));
+        }
+        Ok(())
+    }
+
     fn from_name(name: &str) -> Result<Kernel> {
         Kernel::ALL
             .into_iter()
@@ -105,6 +132,7 @@ impl Env {
             .parent()
             .expect("the harness lives one level below the repository root")
             .to_path_buf();
+        kernel.set_up(&root)?;
         let out = Command::new("bash")
             .arg(root.join("scripts/env.sh"))
             .env("RDD_KERNEL", kernel.name())

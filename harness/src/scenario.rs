@@ -331,9 +331,10 @@ impl Scenario {
     /// Builds, boots and waits for every VM, then checks what they left. `Err` carries a message
     /// naming every failed check, every kernel problem report and the log files to read.
     pub fn run(mut self) -> Result<Outcome> {
+        // The kernel first: one still being made holds no cores while it is waited for.
+        let env = Env::of(self.kernel)?;
         let _cores = Cores::take(self.cores);
 
-        let env = Env::of(self.kernel)?;
         let top = env.run_dir(&self.name);
         let _ = std::fs::remove_dir_all(&top);
         let mut running = Vec::new();
