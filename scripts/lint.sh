@@ -13,7 +13,7 @@ fail() {
 	failed=1
 }
 
-shellcheck -x -S warning scripts/*.sh template/scripts/*.sh .ci/run harness/guest/*.sh harness/guest/scenarios/*/*.sh \
+shellcheck -x -S warning scripts/*.sh template/scripts/*.sh .ci/run harness/guest/*.sh harness/guest/scenarios/*/*.sh harness/scripts/*.sh \
 	harness/guest/bench/*/*.sh harness/guest/demo/*.sh || fail "shellcheck"
 
 kernel_rust=(template/src/*.rs modules/*/*.rs drivers/*/src/*.rs)

@@ -42,6 +42,56 @@ pub(crate) fn build_module_for(
     }
     std::fs::create_dir_all(&output)?;
     kbuild(env, &dir, Some(&output), vars, "modules")?;
+    modules_built_in(&dir, &output)
+}
+
+/// Builds the driver in `dir` for Debian kernel `env.kernel` as its user would against the
+/// headers in `headers` (a path the chroot sees, as every path under the repository is): with the
+/// driver's Makefile, `make KDIR=<headers>`, in the release's chroot, with `path` before the
+/// chroot's `PATH` when given. The modules go to `output`.
+pub fn build_module_against(
+    env: &Env,
+    dir: &Path,
+    headers: &Path,
+    path: Option<&Path>,
+    output: &Path,
+) -> Result<Vec<PathBuf>> {
+    if !env.kernel.is_debian() {
+        return Err(err!(
+            "builds against installed headers are for Debian's kernels, not the {} kernel",
+            env.kernel.name()
+        ));
+    }
+    let dir = env.root.join(dir);
+    let lock = dir_lock(&dir);
+    let _guard = lock.lock().unwrap_or_else(|e| e.into_inner());
+    if dir.join("modules.order").exists() {
+        kbuild(env, &dir, None, &[], "clean")?;
+    }
+    std::fs::create_dir_all(output)?;
+    let mut cmd = in_chroot(env, "env");
+    if let Some(path) = path {
+        cmd.arg(format!(
+            "PATH={}:/usr/local/bin:/usr/bin:/usr/sbin:/bin:/sbin",
+            path.display()
+        ));
+    }
+    cmd.arg("make")
+        .arg("-C")
+        .arg(&dir)
+        .arg(format!("KDIR={}", headers.display()))
+        .arg(format!("MO={}", output.display()))
+        .arg("modules");
+    run(
+        cmd,
+        &format!("make of {} against {}", dir.display(), headers.display()),
+        env,
+    )?;
+    modules_built_in(&dir, output)
+}
+
+/// The modules a Kbuild run of `dir` left in `output`, by its `modules.order`.
+fn modules_built_in(dir: &Path, output: &Path) -> Result<Vec<PathBuf>> {
     let order = std::fs::read_to_string(output.join("modules.order")).map_err(|e| {
         err!(
             "{}: no modules.order after the build: {e}",

@@ -35,7 +35,7 @@ mod template;
 pub use bench_args::BenchArgs;
 pub use env::{fault_step, Env, Kernel};
 pub use guest_tools::guest_tool;
-pub use kbuild::{build_module, build_module_with, dkms_install};
+pub use kbuild::{build_module, build_module_against, build_module_with, dkms_install};
 pub use kernel_log::{problems, problems_except, KnownWarning, Problem};
 pub use ktap::{Ktap, TestResult};
 pub use qemu::{Counted, Drive, Machine, NetBackend, Nic, Vm, MIB};
