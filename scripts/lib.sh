@@ -10,6 +10,7 @@
 #   $CACHE/chroot    Debian chroots with the toolchain of each of Debian's Rust kernels, one per key
 #   $CACHE/debian    Debian's kernel images and the modules the tests load, one directory per release
 #   $CACHE/kbuild    Debian's headers completed for Rust by template/scripts/prepare-headers.sh
+#   $CACHE/locks     one lock per part of the set-up (scripts/setup.sh's locked)
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CACHE=${RDD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rust-dma-drivers}

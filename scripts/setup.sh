@@ -22,6 +22,9 @@ ONLY_KERNEL=
 usage="scripts/setup.sh [--demo | --kernel NAME | --debian] [--quiet]"
 while [ $# -gt 0 ]; do
 	case $1 in
+	--demo | --debian | --kernel) [ "$PART" = all ] || die "one of --demo, --kernel and --debian: $usage" ;;
+	esac
+	case $1 in
 	--quiet) QUIET=1 ;;
 	--demo) PART=demo ;;
 	--debian) PART=debian ;;
@@ -379,7 +382,7 @@ main() {
 		local downloads
 		if [ "$PART" = all ]; then
 			# Debian's chroots and kernel images are mostly downloading: they come while the
-			# cores build.
+			# kernels build (and then their headers are prepared beside them).
 			step_debian &
 			downloads=$!
 			trap 'kill "$downloads" 2>/dev/null || true' EXIT

@@ -67,18 +67,26 @@ impl Kernel {
     }
 
     /// Makes the kernel with `scripts/setup.sh` unless it is there. When a set-up in the
-    /// background (`scripts/test.sh`) is making it, this waits for that one to finish.
+    /// background (`scripts/test.sh`) is making it, this waits for that one to finish. What it
+    /// makes itself it makes on idle cores (SCHED_IDLE), as the background set-up does, so that
+    /// running scenarios keep theirs.
     fn set_up(self, root: &Path) -> Result<()> {
-        let mut setup = Command::new("bash");
-        setup.arg(root.join("scripts/setup.sh")).arg("--quiet");
+        let mut setup = Command::new("chrt");
+        setup
+            .args(["--idle", "0", "bash"])
+            .arg(root.join("scripts/setup.sh"))
+            .arg("--quiet");
         if self.is_debian() {
             setup.arg("--debian");
         } else {
             setup.args(["--kernel", self.name()]);
         }
-        let out = setup
-            .output()
-            .map_err(|e| err!("cannot run scripts/setup.sh: {e}"))?;
+        let out = setup.output();
+        if self == Kernel::Kasan {
+            // Made or failed: the background build's core is free either way.
+            crate::cores::background_build_done();
+        }
+        let out = out.map_err(|e| err!("cannot run scripts/setup.sh: {e}"))?;
         if !out.status.success() {
             let said = String::from_utf8_lossy(&out.stderr);
             let tail: Vec<&str> = said.lines().rev().take(20).collect();

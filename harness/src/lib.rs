@@ -33,6 +33,7 @@ pub mod stats;
 mod template;
 
 pub use bench_args::BenchArgs;
+pub use cores::Cores;
 pub use env::{fault_step, Env, Kernel};
 pub use guest_tools::guest_tool;
 pub use kbuild::{build_module, build_module_against, build_module_with, dkms_install};

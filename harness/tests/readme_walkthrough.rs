@@ -19,6 +19,8 @@ fn commands_under<'r>(readme: &'r str, heading: &str) -> &'r str {
 
 #[test]
 fn readme_write_your_own_driver_works_as_written() {
+    // Builds outside a scenario take a core, as a scenario's do.
+    let _building = harness::Cores::take(1);
     let env = harness::Env::get().unwrap_or_else(|e| panic!("{e}"));
     // The walkthrough builds on the host against the project's kernel; Debian's kernels are built
     // for in their chroots (`debian_kernels.rs`).
