@@ -47,13 +47,13 @@ pub(crate) fn build_module_for(
 
 /// Builds the driver in `dir` for Debian kernel `env.kernel` as its user would against the
 /// headers in `headers` (a path the chroot sees, as every path under the repository is): with the
-/// driver's Makefile, `make KDIR=<headers>`, in the release's chroot, with `path` before the
-/// chroot's `PATH` when given. The modules go to `output`.
+/// driver's Makefile, `make KDIR=<headers>`, in the release's chroot, its environment's
+/// `NAME=value` strings `environment` added. The modules go to `output`.
 pub fn build_module_against(
     env: &Env,
     dir: &Path,
     headers: &Path,
-    path: Option<&Path>,
+    environment: &[String],
     output: &Path,
 ) -> Result<Vec<PathBuf>> {
     if !env.kernel.is_debian() {
@@ -70,13 +70,8 @@ pub fn build_module_against(
     }
     std::fs::create_dir_all(output)?;
     let mut cmd = in_chroot(env, "env");
-    if let Some(path) = path {
-        cmd.arg(format!(
-            "PATH={}:/usr/local/bin:/usr/bin:/usr/sbin:/bin:/sbin",
-            path.display()
-        ));
-    }
-    cmd.arg("make")
+    cmd.args(environment)
+        .arg("make")
         .arg("-C")
         .arg(&dir)
         .arg(format!("KDIR={}", headers.display()))

@@ -40,16 +40,25 @@ if [ "${1:-}" = --make ]; then
 fi
 headers=${1:-/lib/modules/$(uname -r)/build}
 
-# The distribution, for naming its packages.
+# The distribution, for naming its packages: the first of its ID and ID_LIKE (Mint is like
+# Ubuntu, Manjaro like Arch) that is known here.
 # shellcheck source=/dev/null  # the system's
-os_id=$( (. /etc/os-release 2>/dev/null && echo "${ID:-}") || true)
+os_ids=$( (. /etc/os-release 2>/dev/null && echo "${ID:-} ${ID_LIKE:-}") || true)
+os_id=
+for id in $os_ids; do
+	case $id in debian | ubuntu | arch | fedora | nixos)
+		os_id=$id
+		break
+		;;
+	esac
+done
 case $os_id in
 debian) os_name=Debian ;;
 ubuntu) os_name=Ubuntu ;;
 arch) os_name=Arch ;;
 fedora) os_name=Fedora ;;
 nixos) os_name=NixOS ;;
-*) os_name=${os_id:-this system} ;;
+*) os_name="this system" ;;
 esac
 
 # What provides PART (headers, artifacts, source or toolchain) on this distribution.
@@ -59,7 +68,7 @@ provider() {
 	debian:source) echo "apt install linux-source-$series" ;;
 	debian:toolchain) echo "apt install rustc rust-src bindgen dwarves $cc_package, from the kernel's own suite" ;;
 	ubuntu:artifacts) echo "apt install linux-lib-rust-$release" ;;
-	ubuntu:source) echo "apt install linux-source-$version" ;;
+	ubuntu:source) echo "apt install linux-source-$version, then KSRC=/usr/src/linux-source-$version/linux-source-$version.tar.bz2" ;;
 	ubuntu:toolchain) echo "apt install rustc-$rustc_series rust-$rustc_series-src bindgen-$bindgen_series dwarves $cc_package" ;;
 	arch:headers | arch:artifacts) echo "pacman -S the headers package of the running kernel (linux-headers for linux, linux-lts-headers for linux-lts)" ;;
 	arch:toolchain) echo "pacman -S rust rust-src rust-bindgen pahole at the versions above (older ones are in the Arch Linux Archive)" ;;
@@ -69,6 +78,8 @@ provider() {
 	nixos:headers | nixos:artifacts) echo "KDIR=\$(nix-build '<nixpkgs>' -A linuxPackages.kernel.dev --no-out-link)/lib/modules/$release/build, the kernel's dev output" ;;
 	nixos:toolchain) echo "the rustc, rust-bindgen and pahole of the nixpkgs the kernel was built from" ;;
 	debian:artifacts | fedora:artifacts) ;; # none: the source is what the message names
+	build:toolchain) echo "the toolchain the kernel was built with, as RUSTC=... BINDGEN=... PAHOLE=..." ;;
+	build:artifacts) echo "make modules_prepare (or the whole build) in the kernel's build directory" ;;
 	*:artifacts) echo "the kernel's Rust build products (rust/*.rmeta, rust/*.so, scripts/target.json) in its headers, or its source as KSRC" ;;
 	*:source) echo "a source tree of Linux $version as KSRC" ;;
 	*) echo "the distribution's package of the kernel's $1" ;;
@@ -100,6 +111,11 @@ stop() {
 	exit 1
 }
 headers=$(cd "$headers" && pwd -P)
+# A kernel build of one's own (its vmlinux.o is there) is not a distribution's package.
+if [ -f "$headers/vmlinux.o" ]; then
+	os_id=build
+	os_name="This kernel build"
+fi
 config=$headers/.config
 [ -f "$config" ] || die "$headers has no .config: not a kernel build or headers directory"
 
@@ -168,15 +184,20 @@ fi
 PAHOLE=${PAHOLE:-pahole}
 
 # The rustc that made an .rmeta file, from its header: "rust", three zero bytes, the format's
-# version, then (at 16 since rustc 1.76, 12 before) the length and text of `rustc --version`.
+# version, then (at 16 since rustc 1.76, 12 before) the LEB128 length and the text of
+# `rustc --version`.
 rmeta_rustc() {
-	local file=$1 at len text
+	local file=$1 at b0 b1 len text
 	if [ "$(head -c 4 "$file")" = rust ]; then
 		for at in 16 12; do
-			len=$(od -An -tu1 -j "$at" -N1 "$file" | tr -d ' ')
-			if [ -z "$len" ] || [ "$len" -eq 0 ] || [ "$len" -ge 128 ]; then
-				continue
+			read -r b0 b1 < <(od -An -tu1 -j "$at" -N2 "$file")
+			[ -n "${b1:-}" ] || continue
+			len=$b0
+			if [ "$b0" -ge 128 ]; then
+				len=$((b0 - 128 + b1 * 128))
+				at=$((at + 1))
 			fi
+			[ "$len" -gt 0 ] || continue
 			text=$(dd if="$file" bs=1 skip=$((at + 1)) count="$len" status=none)
 			case $text in rustc\ *)
 				echo "$text"
@@ -189,11 +210,13 @@ rmeta_rustc() {
 }
 
 # The toolchain against the kernel's record, for the tools the chosen route runs.
-check_tool() {
+check_tool() { # TOOL PROGRAM WANT OPTION [at-least]
 	local tool=$1 program=$2 want=$3 option=$4 got
 	[ -n "$want" ] || return 0
 	got=$(version_of "$tool" "$program")
 	[ "$got" = "$want" ] && return 0
+	# A newer pahole makes the same BTF where nothing else is built with it (the AT_LEAST mode).
+	[ "${5:-}" = at-least ] && [[ $got =~ ^[0-9]+$ ]] && [ "$got" -ge "$want" ] && return 0
 	needs+=("$tool: the kernel was built with \"$want\", found \"$got\" ($option)")
 	provides+=(toolchain)
 	toolchain_mismatch=1
@@ -216,19 +239,25 @@ result() {
 if [ -L "$headers/rust" ] && [ ! -e "$headers/rust" ]; then
 	needs+=("$headers/rust links to $(readlink "$headers/rust"), which is not there: the kernel's Rust build products are a package of their own")
 	provides+=(artifacts)
-elif [ -f "$headers/rust/libkernel.rmeta" ] && [ -f "$headers/rust/libmacros.so" ]; then
+elif [ -f "$headers/rust/libkernel.rmeta" ]; then
 	made_by=$(rmeta_rustc "$headers/rust/libkernel.rmeta")
+	# What a module's build reads of them (x86_64's target spec is a file of the build).
+	missing=()
+	for f in rust/libcore.rmeta rust/libcompiler_builtins.rmeta rust/libmacros.so \
+		include/generated/rustc_cfg scripts/target.json; do
+		[ -f "$headers/$f" ] || missing+=("$f")
+	done
 	if [ -n "$want_rustc" ] && [ "$made_by" != "$want_rustc" ]; then
 		needs+=("the Rust build products in $headers/rust were made by \"$made_by\", the kernel by \"$want_rustc\" (CONFIG_RUSTC_VERSION_TEXT)")
 		provides+=(artifacts)
-	elif [ "$(uname -m)" = x86_64 ] && [ ! -f "$headers/scripts/target.json" ]; then
-		needs+=("$headers has the Rust build products but not the target spec scripts/target.json")
+	elif [ ${#missing[@]} -gt 0 ]; then
+		needs+=("$headers has Rust build products but not ${missing[*]}")
 		provides+=(artifacts)
 	else
 		# Used as they are: the module build runs rustc, and pahole for the modules' BTF.
 		check_tool rustc "$RUSTC" "${want_rustc:-$made_by}" CONFIG_RUSTC_VERSION_TEXT
 		if grep -q '^CONFIG_DEBUG_INFO_BTF_MODULES=y' "$config"; then
-			check_tool pahole "$PAHOLE" "$want_pahole" CONFIG_PAHOLE_VERSION
+			check_tool pahole "$PAHOLE" "$want_pahole" CONFIG_PAHOLE_VERSION at-least
 		fi
 		[ ${#needs[@]} -eq 0 ] || stop
 		result "$headers"
