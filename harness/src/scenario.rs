@@ -235,8 +235,9 @@ struct Running {
     /// The VM's time limit on this kernel ([`Env::slowdown`]).
     timeout: Duration,
     timed_out: bool,
-    /// Stopped because this other VM had failed (its peer would wait for it until the timeout).
-    stopped_after: Option<String>,
+    /// Stopped because this other VM had failed (its peer would wait for it until the timeout),
+    /// and how long after its own start.
+    stopped_after: Option<(String, Duration)>,
     exited: bool,
     requests_seen: usize,
     qmp: Option<Qmp>,
@@ -490,7 +491,7 @@ impl Scenario {
                     r.stop();
                 } else if let Some((name, at)) = &failed {
                     if at.elapsed() > self.after_failure {
-                        r.stopped_after = Some(name.clone());
+                        r.stopped_after = Some((name.clone(), r.started.elapsed()));
                         r.stop();
                     }
                 }
@@ -553,10 +554,11 @@ impl Scenario {
             let mut failures = Vec::new();
             if r.timed_out {
                 failures.push(format!("timed out after {} s", r.timeout.as_secs()));
-            } else if let Some(other) = &r.stopped_after {
+            } else if let Some((other, ran)) = &r.stopped_after {
                 failures.push(format!(
-                    "stopped {} s after VM {other} ended failing",
-                    self.after_failure.as_secs()
+                    "stopped {} s after VM {other} ended failing, {} s after it started",
+                    self.after_failure.as_secs(),
+                    ran.as_secs()
                 ));
             } else if !ktap.complete() {
                 failures.push(format!(
