@@ -6,13 +6,7 @@
 //! Requests are served in the order they came, the long ones (on the KASAN kernel or Debian's)
 //! before the others, so that the run does not end on one long scenario alone; one that wants
 //! every core is not passed over for as long as smaller ones of its kind keep arriving.
-//!
-//! While `scripts/test.sh` builds the KASAN kernel in the background (`RDD_BACKGROUND_BUILD=1`),
-//! one core is the build's: it is on the way to every KASAN scenario, and the build takes what the
-//! running scenario leaves idle besides. The core comes back once the kernel is there
-//! ([`background_build_done`]).
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};
 
 /// Cores held by a scenario, or by a test's own work outside one (module builds); they go back
@@ -45,31 +39,10 @@ static LEDGER: Mutex<Ledger> = Mutex::new(Ledger {
     next: 0,
 });
 static RETURNED: Condvar = Condvar::new();
-static BACKGROUND_DONE: AtomicBool = AtomicBool::new(false);
 
 /// The host's cores: what the scheduler lets this process use.
 pub(crate) fn total() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
-}
-
-/// The cores scenarios may use now: all, less the background build's while it runs.
-fn usable() -> usize {
-    let building = std::env::var_os("RDD_BACKGROUND_BUILD").is_some_and(|v| v == "1")
-        && !BACKGROUND_DONE.load(Ordering::SeqCst);
-    let total = total();
-    if building && total > 1 {
-        total - 1
-    } else {
-        total
-    }
-}
-
-/// The background build is over (done or failed): its core goes back to the scenarios.
-pub(crate) fn background_build_done() {
-    if !BACKGROUND_DONE.swap(true, Ordering::SeqCst) {
-        let _ledger = LEDGER.lock().unwrap_or_else(|e| e.into_inner());
-        RETURNED.notify_all();
-    }
 }
 
 impl Cores {
@@ -92,7 +65,7 @@ impl Cores {
                     .iter()
                     .min_by_key(|(p, t, _)| (std::cmp::Reverse(*p), *t))
                     .map(|&(_, t, _)| t);
-                first != Some(ticket) || ledger.taken + count > usable().max(count)
+                first != Some(ticket) || ledger.taken + count > total()
             })
             .unwrap_or_else(|e| e.into_inner());
         ledger.waiting.retain(|&(_, t, _)| t != ticket);

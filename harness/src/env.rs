@@ -81,12 +81,9 @@ impl Kernel {
         } else {
             setup.args(["--kernel", self.name()]);
         }
-        let out = setup.output();
-        if self == Kernel::Kasan {
-            // Made or failed: the background build's core is free either way.
-            crate::cores::background_build_done();
-        }
-        let out = out.map_err(|e| err!("cannot run scripts/setup.sh: {e}"))?;
+        let out = setup
+            .output()
+            .map_err(|e| err!("cannot run scripts/setup.sh: {e}"))?;
         if !out.status.success() {
             let said = String::from_utf8_lossy(&out.stderr);
             let tail: Vec<&str> = said.lines().rev().take(20).collect();
