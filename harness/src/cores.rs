@@ -3,9 +3,8 @@
 //! TCG turns every busy vCPU into a busy host thread. Most scenarios keep one core busy (one VM at
 //! work, or two taking turns), so two of them share a two-core machine without slowing each other
 //! much; a scenario whose guests measure time, or that keeps every core busy, asks for them all.
-//! Requests are served in the order they came, the long ones (on the KASAN kernel or Debian's)
-//! before the others, so that the run does not end on one long scenario alone; one that wants
-//! every core is not passed over for as long as smaller ones of its kind keep arriving.
+//! Scenarios are served in the order they asked, so one that wants every core is not passed over
+//! for as long as smaller ones keep arriving.
 
 use std::sync::{Condvar, Mutex};
 
@@ -16,26 +15,17 @@ pub struct Cores {
     count: usize,
 }
 
-/// Which requests go first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum Priority {
-    Normal,
-    /// A long scenario: served before every waiting normal request.
-    Long,
-}
-
 struct Ledger {
-    /// Cores held now.
+    /// Cores held by scenarios now.
     taken: usize,
-    /// Requests waiting: priority, ticket, cores.
-    waiting: Vec<(Priority, u64, usize)>,
-    /// The ticket the next request gets.
+    /// The ticket of the next request to be served, and the ticket the next request gets.
+    serving: u64,
     next: u64,
 }
 
 static LEDGER: Mutex<Ledger> = Mutex::new(Ledger {
     taken: 0,
-    waiting: Vec::new(),
+    serving: 0,
     next: 0,
 });
 static RETURNED: Condvar = Condvar::new();
@@ -48,28 +38,18 @@ pub(crate) fn total() -> usize {
 impl Cores {
     /// Waits for `wanted` cores (at most all of them) after every earlier request has been served.
     pub fn take(wanted: usize) -> Cores {
-        Cores::take_as(wanted, Priority::Normal)
-    }
-
-    /// As [`Cores::take`], served after the earlier requests of `priority` and higher only.
-    pub(crate) fn take_as(wanted: usize, priority: Priority) -> Cores {
-        let count = wanted.clamp(1, total());
+        let total = total();
+        let count = wanted.clamp(1, total);
         let mut ledger = LEDGER.lock().unwrap_or_else(|e| e.into_inner());
         let ticket = ledger.next;
         ledger.next += 1;
-        ledger.waiting.push((priority, ticket, count));
         let mut ledger = RETURNED
             .wait_while(ledger, |ledger| {
-                let first = ledger
-                    .waiting
-                    .iter()
-                    .min_by_key(|(p, t, _)| (std::cmp::Reverse(*p), *t))
-                    .map(|&(_, t, _)| t);
-                first != Some(ticket) || ledger.taken + count > total()
+                ledger.serving != ticket || ledger.taken + count > total
             })
             .unwrap_or_else(|e| e.into_inner());
-        ledger.waiting.retain(|&(_, t, _)| t != ticket);
         ledger.taken += count;
+        ledger.serving += 1;
         // The next in line may fit in what is left.
         RETURNED.notify_all();
         Cores { count }
@@ -90,40 +70,8 @@ mod tests {
     use std::sync::Arc;
     use std::time::Duration;
 
-    /// The ledger is the process's: one test at a time uses it.
-    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-    #[test]
-    fn long_requests_go_before_waiting_normal_ones() {
-        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-        let order = Arc::new(Mutex::new(Vec::new()));
-        let first = Cores::take(total());
-        let waiters: Vec<_> = [Priority::Normal, Priority::Long]
-            .into_iter()
-            .map(|priority| {
-                let order = order.clone();
-                let waiter = std::thread::spawn(move || {
-                    let _cores = Cores::take_as(total(), priority);
-                    order.lock().unwrap().push(priority);
-                });
-                std::thread::sleep(Duration::from_millis(50));
-                waiter
-            })
-            .collect();
-        drop(first);
-        for waiter in waiters {
-            waiter.join().unwrap();
-        }
-        assert_eq!(
-            *order.lock().unwrap(),
-            [Priority::Long, Priority::Normal],
-            "the long one asked later and went first"
-        );
-    }
-
     #[test]
     fn never_more_than_the_host_has_and_first_come_first_served() {
-        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         let total = total();
         let in_use = Arc::new(AtomicUsize::new(0));
         let peak = Arc::new(AtomicUsize::new(0));

@@ -12,7 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::cores::{Cores, Priority};
+use crate::cores::Cores;
 use crate::initramfs::Initramfs;
 use crate::kbuild::build_module_for;
 use crate::qemu::NetBackend;
@@ -334,11 +334,7 @@ impl Scenario {
     pub fn run(mut self) -> Result<Outcome> {
         // The kernel first: one still being made holds no cores while it is waited for.
         let env = Env::of(self.kernel)?;
-        let priority = match env.kernel {
-            Kernel::Lab => Priority::Normal,
-            _ => Priority::Long,
-        };
-        let _cores = Cores::take_as(self.cores, priority);
+        let _cores = Cores::take(self.cores);
 
         let top = env.run_dir(&self.name);
         let _ = std::fs::remove_dir_all(&top);
