@@ -34,12 +34,7 @@ pub(crate) fn build_module_for(
     let output = env.module_output_dir(dir.strip_prefix(&env.root).unwrap_or(&dir));
     let lock = dir_lock(&dir);
     let _guard = lock.lock().unwrap_or_else(|e| e.into_inner());
-
-    // Kbuild refuses a separate output directory while the sources hold a build of their own (a
-    // `make` in the directory), whose objects it could otherwise mistake for its own.
-    if dir.join("modules.order").exists() {
-        kbuild(env, &dir, None, &[], "clean")?;
-    }
+    clean_sources(env, &dir)?;
     std::fs::create_dir_all(&output)?;
     kbuild(env, &dir, Some(&output), vars, "modules")?;
     modules_built_in(&dir, &output)
@@ -65,9 +60,7 @@ pub fn build_module_against(
     let dir = env.root.join(dir);
     let lock = dir_lock(&dir);
     let _guard = lock.lock().unwrap_or_else(|e| e.into_inner());
-    if dir.join("modules.order").exists() {
-        kbuild(env, &dir, None, &[], "clean")?;
-    }
+    clean_sources(env, &dir)?;
     std::fs::create_dir_all(output)?;
     let mut cmd = in_chroot(env, "env");
     cmd.args(environment)
@@ -83,6 +76,16 @@ pub fn build_module_against(
         env,
     )?;
     modules_built_in(&dir, output)
+}
+
+/// Kbuild refuses a separate output directory while the sources in `dir` hold a build of their
+/// own (a `make` in the directory), whose objects it could otherwise mistake for its own: that
+/// build is cleaned first. The caller holds the directory's lock.
+fn clean_sources(env: &Env, dir: &Path) -> Result<()> {
+    if dir.join("modules.order").exists() {
+        kbuild(env, dir, None, &[], "clean")?;
+    }
+    Ok(())
 }
 
 /// The modules a Kbuild run of `dir` left in `output`, by its `modules.order`.
