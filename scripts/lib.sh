@@ -169,8 +169,7 @@ kernel_build_key() {
 	{
 		echo "recipe $BUILD_RECIPE"
 		echo "source $pkg $(source_version "$pkg")"
-		# What the fragments set, not how they explain it
-		grep -hE '^(CONFIG_|# CONFIG_[A-Za-z0-9_]+ is not set)' "${fragments[@]}"
+		cat "${fragments[@]}"
 		"$KRUSTC" -vV
 		"$BINDGEN" --version
 		if [ "$name" = kasan ]; then
