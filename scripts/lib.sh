@@ -169,7 +169,8 @@ kernel_build_key() {
 	{
 		echo "recipe $BUILD_RECIPE"
 		echo "source $pkg $(source_version "$pkg")"
-		cat "${fragments[@]}"
+		# What the fragments set, not how they explain it
+		grep -hE '^(CONFIG_|# CONFIG_[A-Za-z0-9_]+ is not set)' "${fragments[@]}"
 		"$KRUSTC" -vV
 		"$BINDGEN" --version
 		if [ "$name" = kasan ]; then
