@@ -112,7 +112,21 @@ long_admin $rs_ctrl rs &
 long_admin "$c_ctrl" c &
 # nvme_rs's disk and its namespace's character device, held open across the unbind.
 exec 4<$rs1 5</dev/rsng0n1
-sleep 1
+# admin_commands_in_flight: both nvme commands (the only nvme processes now) sleep inside their
+# ioctl (x86-64's system call 16), so each driver holds one when it is unbound; a command that had
+# not got there yet would be refused instead.
+admin_commands_in_flight() {
+    in_flight=0
+    for proc in /proc/[0-9]*; do
+        read -r command 2>/dev/null <"$proc/comm" || continue
+        read -r syscall _ 2>/dev/null <"$proc/syscall" || continue
+        if [ "$command" = nvme ] && [ "$syscall" = 16 ]; then
+            in_flight=$((in_flight + 1))
+        fi
+    done
+    [ "$in_flight" -eq 2 ]
+}
+check long-admin-in-flight wait_for 30 admin_commands_in_flight
 # unbind_within DRIVER ADDRESS: unbinds the device in less than ten seconds.
 unbind_within() {
     start=$(uptime_cs)
