@@ -185,8 +185,9 @@ fetch_source() {
 }
 
 step_sources() {
-	local pkg pin _role
-	while read -r pkg pin _role; do
+	local pkg pin role
+	while read -r pkg pin role; do
+		[ "$PART" = demo ] && [ "$role" = test ] && continue
 		fetch_source "$pkg" "$pin"
 	done < <(source_pins)
 }
@@ -365,21 +366,25 @@ debian_part() {
 	done
 }
 
-# Parts of the set-up that run beside others: NAME -> process ID. All of them stop with the set-up.
+# Parts of the set-up that run beside others: NAME -> process ID, which is also their process
+# group's. All of them stop with the set-up.
 declare -A BACKGROUND=()
 stop_background() {
 	local pid
 	for pid in "${BACKGROUND[@]}"; do
-		kill "$pid" 2>/dev/null || true
+		kill -- "-$pid" 2>/dev/null || true
 	done
 }
 trap stop_background EXIT
 
-# in_background NAME COMMAND...: starts COMMAND (a step) beside the set-up.
+# in_background NAME COMMAND...: starts COMMAND (a step) beside the set-up, in a process group of
+# its own (job control for this one start), so that stopping it stops what it started too.
 in_background() {
 	local name=$1
 	shift
-	"$@" &
+	set -m
+	"$@" </dev/null &
+	set +m
 	BACKGROUND[$name]=$!
 }
 
