@@ -92,11 +92,17 @@ log_count() { dmesg | grep -cE "$1"; }
 # rings there let the device write frames into an unrelated process's page tables once Bus
 # Master was back); the C driver refills its rings in place.
 command_register() { od -An -tu2 -j4 -N2 "/sys/bus/pci/devices/$1/config" | tr -d ' '; }
-# set_command_register PCI VALUE: writes the 16-bit register, little-endian.
+command_register_reads() { [ "$(command_register "$1")" = "$2" ]; }
+# set_command_register PCI VALUE: writes the 16-bit register, little-endian, and sees it read
+# back. e1000_rs clears and sets Bus Master Enable itself in a reset, which its transmit watchdog
+# may start as Memory Space comes back: the value written reads back within seconds, or this says
+# what the register reads.
 set_command_register() {
     printf '%b' "$(printf '\\0%03o\\0%03o' $(($2 & 255)) $(($2 >> 8)))" |
-        dd of="/sys/bus/pci/devices/$1/config" bs=2 seek=2 count=1 conv=notrunc 2>/dev/null &&
-        [ "$(command_register "$1")" = "$2" ]
+        dd of="/sys/bus/pci/devices/$1/config" bs=2 seek=2 count=1 conv=notrunc 2>/dev/null ||
+        { echo "writing $2 to the command register of $1 failed"; return 1; }
+    wait_for 5 command_register_reads "$1" "$2" ||
+        { echo "the command register of $1 reads $(command_register "$1"), not $2"; return 1; }
 }
 # off_for PCI SECONDS: Memory Space and Bus Master Enable off for SECONDS, then as they were;
 # says for how long, in hundredths of a second.
@@ -105,7 +111,7 @@ off_for() {
     set_command_register "$1" $((off_for_command & ~6)) &&
         sleep "$2" &&
         set_command_register "$1" "$off_for_command" &&
-        echo "off for $(($(uptime_cs) - off_for_start)) cs"
+        echo "off for $(($(uptime_cs) - off_for_start)) cs, restored at $(uptime_cs) cs"
 }
 # device_unanswering NAME PCI DRIVER: (a) for the function at PCI, bound to DRIVER.
 device_unanswering() {
