@@ -77,6 +77,9 @@ wait_for() {
 	done
 }
 
+# carrier_up: eth0's carrier is on within 30 s (a link negotiated again after a reset included).
+carrier_up() { wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier; }
+
 # pci_bus_master ADDRESS: the PCI function at ADDRESS may do DMA (Command register bit 2 set);
 # status 1 when it may not, 2 when its configuration space cannot be read.
 pci_bus_master() {

@@ -1,7 +1,7 @@
 # shellcheck shell=sh
 check load-e1000 insmod /modules/e1000.ko
 up $PEER
-check peer-carrier-up wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+check peer-carrier-up carrier_up
 # The DUT loads e1000_rs only after its edu and NVMe checks: a minute or more on a busy host.
 check ping-dut wait_for 180 ping -c 1 -W 1 $DUT
 dd if=/dev/urandom of=/tmp/out bs=1M count=64 2>/dev/null

@@ -1,7 +1,7 @@
 # shellcheck shell=sh
 check load-e1000 insmod /modules/e1000.ko
 up $PEER $PEER6
-check peer-carrier-up wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+check peer-carrier-up carrier_up
 check ping-dut wait_for 60 ping -c 1 -W 1 $DUT
 # Before the DUT sends anything from its IPv6 address: the peer finds it by a neighbour
 # solicitation to its solicited-node multicast group, which the DUT's receive filter must pass.
@@ -19,13 +19,13 @@ dut_mac=$(ip neigh show $DUT | awk '{print $5}')
 [ -n "$dut_mac" ] || { ping -c 1 -W 1 $DUT >/dev/null; dut_mac=$(ip neigh show $DUT | awk '{print $5}'); }
 diag "dut_mac=$dut_mac"
 ip link set eth0 mtu 9000
-wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+carrier_up
 check send-oversize rawframes eth0 $dut_mac 0x0800 3000 10
 check send-garbage-ethertype rawframes eth0 $dut_mac 0x88b5 100 10
 check send-runt-ipv4 rawframes eth0 $dut_mac 0x0800 14 10
 check send-bad-udp-checksum rawframes eth0 $dut_mac udp-bad-checksum $PEER $DUT 10
 ip link set eth0 mtu 1500
-wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+carrier_up
 check tell-dut sh -c 'echo sent | netpipe send $DUT 5004'
 
 # Frames for the receive filter, when the DUT asks: to another station's address (filtered,

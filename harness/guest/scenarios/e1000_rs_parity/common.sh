@@ -69,11 +69,11 @@ ethtool_answers() {
     diag "pause_forced_set=$(answer ethtool -A eth0 autoneg off rx on tx off)"
     diag "pause_forced=$(answer ethtool -a eth0)"
     diag "pause_none_set=$(answer ethtool -A eth0 autoneg on rx off tx off)"
-    check carrier-after-pause-none wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+    check carrier-after-pause-none carrier_up
     sleep 2
     diag "pause_none=$(answer ethtool -a eth0)"
     diag "pause_both_set=$(answer ethtool -A eth0 autoneg on rx on tx on)"
-    check carrier-after-pause-both wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+    check carrier-after-pause-both carrier_up
     sleep 2
     diag "pause_both=$(answer ethtool -a eth0)"
     link_answers
@@ -81,7 +81,7 @@ ethtool_answers() {
     # and comes back.
     diag "selftest_online=$(answer ethtool -t eth0 online)"
     diag "selftest_offline=$(answer ethtool -t eth0 offline)"
-    check carrier-after-selftest wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+    check carrier-after-selftest carrier_up
 }
 
 # link_answers: what the driver answers to ethtool -s speed, duplex, autoneg, advertise and mdix,
@@ -93,31 +93,31 @@ ethtool_answers() {
 # carrier is back, or what they show depends on the machine's load.
 link_answers() {
     diag "link_forced_10_half_set=$(answer ethtool -s eth0 speed 10 duplex half autoneg off)"
-    check carrier-after-forced-10-half wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+    check carrier-after-forced-10-half carrier_up
     diag "link_forced_10_half=$(link_settings)"
     diag "link_forced_10_half_ctrl=$(regs_words 0 0)"
     diag "pause_forced_link=$(answer ethtool -a eth0)"
     diag "link_forced_100_full_set=$(answer ethtool -s eth0 speed 100 duplex full)"
-    check carrier-after-forced-100-full wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+    check carrier-after-forced-100-full carrier_up
     diag "link_forced_100_full=$(link_settings)"
     diag "link_forced_100_full_ctrl=$(regs_words 0 0)"
     diag "link_forced_1000_half_set=$(answer ethtool -s eth0 speed 1000 duplex half)"
     diag "link_forced_mdix_set=$(answer ethtool -s eth0 mdix on)"
     diag "link_advertise_100_full_set=$(answer ethtool -s eth0 autoneg on advertise 0x008)"
-    check carrier-after-advertise wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+    check carrier-after-advertise carrier_up
     diag "link_advertise_100_full=$(link_settings)"
     diag "link_advertise_100_full_ctrl=$(regs_words 0 0)"
     diag "link_advertise_unknown_set=$(answer ethtool -s eth0 advertise 0x1000)"
-    check carrier-after-advertise-unknown wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+    check carrier-after-advertise-unknown carrier_up
     diag "link_advertise_unknown=$(link_settings)"
     diag "link_half_only_set=$(answer ethtool -s eth0 duplex half)"
     diag "link_ten_only_set=$(answer ethtool -s eth0 speed 10)"
-    check carrier-after-ten-only wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+    check carrier-after-ten-only carrier_up
     diag "link_ten_only=$(link_settings)"
     diag "link_mdix_on_set=$(answer ethtool -s eth0 mdix on)"
     diag "link_mdix_on_pscr=$(regs_words 17 17)"
     diag "link_restore_set=$(answer ethtool -s eth0 mdix auto autoneg on advertise 0x02f)"
-    check carrier-after-link-restore wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+    check carrier-after-link-restore carrier_up
     diag "link_restored=$(link_settings)"
     diag "link_restored_pscr=$(regs_words 17 17)"
 }
@@ -153,7 +153,7 @@ feature_answers() {
     diag "rx_fcs_all_shown=$(ethtool -k eth0 | grep -E '^rx-(fcs|all):' | tr -s ' \t' ' ' | tr '\n' '|')"
     diag "rx_fcs_all_off=$(answer ethtool -K eth0 rx-fcs off rx-all off)"
     # The C driver resets the adapter for rx-all, and its link comes back.
-    check carrier-after-rx-features wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+    check carrier-after-rx-features carrier_up
 }
 
 # The offload states each transfer runs in: the feature ethtool -K turns off for it ("all" is every

@@ -4,7 +4,7 @@
 check load insmod /modules/e1000_rs.ko
 check interface wait_for 10 test -d /sys/class/net/eth0
 up $DUT $DUT6
-check carrier-up wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+check carrier-up carrier_up
 check ping-peer wait_for 60 ping -c 1 -W 1 $PEER
 
 # ethtool -i: the driver, the running kernel's release, the PCI function.
@@ -27,7 +27,7 @@ link_logs() { dmesg | grep -c "e1000_rs $pci: link up"; }
 logged=$(link_logs)
 check msglvl-without-link ethtool -s eth0 msglvl 0x3
 check restart-unlogged ethtool -r eth0
-check carrier-after-unlogged wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+check carrier-after-unlogged carrier_up
 sleep 1
 diag "link_messages_unlogged=$(($(link_logs) - logged))"
 check msglvl-with-link ethtool -s eth0 msglvl 0x7
@@ -57,11 +57,11 @@ fc_bits() { echo $((($(mmio "$bar" 0x0) >> 27) & 3)); }
 check pause-forced-rx ethtool -A eth0 autoneg off rx on tx off
 diag "fc_forced_rx=$(fc_bits)"
 check pause-negotiated-none ethtool -A eth0 autoneg on rx off tx off
-check carrier-after-negotiated-none wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+check carrier-after-negotiated-none carrier_up
 wait_for 10 sh -c "test \$((\$(mmio $bar 0x0) >> 27 & 3)) = 0"
 diag "fc_negotiated_none=$(fc_bits)"
 check pause-negotiated-both ethtool -A eth0 autoneg on rx on tx on
-check carrier-after-negotiated-both wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+check carrier-after-negotiated-both carrier_up
 wait_for 10 sh -c "test \$((\$(mmio $bar 0x0) >> 27 & 3)) = 1"
 diag "fc_negotiated_both=$(fc_bits)"
 check ping-after-pause wait_for 30 ping -c 1 -W 1 $PEER
@@ -108,7 +108,7 @@ done
 
 # ethtool -r restarts the link, as the C driver's reset does, and traffic goes on.
 check restart-autoneg ethtool -r eth0
-check carrier-after-restart wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+check carrier-after-restart carrier_up
 check ping-after-restart wait_for 30 ping -c 1 -W 1 $PEER
 
 # ethtool -G while a transfer runs each way; the peer checks what arrived.
@@ -246,7 +246,7 @@ check devices-were-suspended sh -c 'dmesg | grep -q "suspend debug: Waiting"'
 # The driver's callbacks ran: the link went down with the interface, and up again once the PHY
 # negotiated it (as the C driver's, after the reset).
 check driver-suspended-and-resumed wait_for 10 sh -c "test \$((\$(cat /sys/class/net/eth0/carrier_changes) - $carrier_changes)) -ge 2"
-check carrier-after-resume wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+check carrier-after-resume carrier_up
 check ping-after-resume wait_for 30 ping -c 1 -W 1 $PEER
 check ping6-after-resume wait_for 30 ping -6 -c 1 -W 1 $PEER6
 check send-after-resume netpipe send $PEER 6600 </tmp/out
@@ -258,7 +258,7 @@ check reload-copying insmod /modules/e1000_rs.ko tx_copy=1 rx_copy=1
 check reload-interface wait_for 10 test -d /sys/class/net/eth0
 up $DUT $DUT6
 check copying-mtu-9000 /bin/ip link set eth0 mtu 9000
-check copying-carrier wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+check copying-carrier carrier_up
 check copying-ping-jumbo wait_for 30 ping -c 3 -s 8000 -W 2 $PEER
 check copying-send-jumbo netpipe send $PEER 6700 </tmp/out
 diag "dut_received_sha_copying_jumbo=$(sha_of_received 6701)"

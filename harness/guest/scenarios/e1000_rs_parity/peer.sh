@@ -3,7 +3,7 @@
 # same ethtool and ip commands.
 check load-e1000 insmod /modules/e1000.ko
 up $PEER $PEER6
-check peer-carrier-up wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+check peer-carrier-up carrier_up
 check ping-dut wait_for 60 ping -c 1 -W 1 $DUT
 diag "link_settings=$(link_settings)"
 diag "rings=$(oneline ethtool -g eth0)"
@@ -37,20 +37,20 @@ wait $receiver
 diag "peer_received_sha_16=$(cat /tmp/recv.sha)"
 # The same out-of-range ring sizes, for the host to compare.
 ring_size_answers
-check carrier-after-resize wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+check carrier-after-resize carrier_up
 
 check mtu-9000 /bin/ip link set eth0 mtu 9000
-check carrier-at-9000 wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+check carrier-at-9000 carrier_up
 echo go | netpipe send $DUT 6300
 diag "peer_received_sha_jumbo=$(sha_of_received 6301)"
 check send-jumbo netpipe send $DUT 6302 </tmp/out
 timeout 300 netpipe recv 6303 >/dev/null
 dut_mac=$(ip neigh show $DUT | awk '{print $5}')
 check mtu-9200 /bin/ip link set eth0 mtu 9200
-wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+carrier_up
 check send-oversize rawframes eth0 "$dut_mac" 0x88b5 9100 10
 check mtu-9000-again /bin/ip link set eth0 mtu 9000
-wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
+carrier_up
 echo sent | netpipe send $DUT 6304
 diag "peer_received_sha_mtu_changes=$(sha_of_received 6305)"
 mtu_answers
